@@ -1,0 +1,92 @@
+import { basename, dirname, join } from "node:path";
+
+/** Options for {@linkcode writeFileDurable}. */
+export interface WriteOptions {
+  /** Permission bits of the written file, exactly (umask does not apply). Default 0600. */
+  readonly mode?: number;
+}
+
+const tempMarker = ".tmp-";
+
+/**
+ * Replaces `path` with `data` atomically and durably: a crash or power loss
+ * leaves the old file or the new one, never a partial one.
+ *
+ * The protocol is the one RocksDB and etcd use (see notes/durability.md): a
+ * fresh temp file in the same directory, fsync it, rename it over the target,
+ * fsync the directory so the rename itself survives power loss.
+ * `Deno.writeTextFile` truncates in place without fsync and must not be used
+ * for state that a crash must not tear.
+ */
+export async function writeFileDurable(
+  path: string,
+  data: string | Uint8Array,
+  opts: WriteOptions = {},
+): Promise<void> {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}${tempMarker}${Deno.pid}-${randomSuffix()}`);
+  const bytes = typeof data === "string" ? new TextEncoder().encode(data) : data;
+  const file = await Deno.open(tmp, { write: true, createNew: true, mode: opts.mode ?? 0o600 });
+  try {
+    try {
+      let written = 0;
+      while (written < bytes.length) written += await file.write(bytes.subarray(written));
+      await file.sync();
+    } finally {
+      file.close();
+    }
+    await Deno.chmod(tmp, opts.mode ?? 0o600);
+    await Deno.rename(tmp, path);
+  } catch (err) {
+    await Deno.remove(tmp).catch(() => {});
+    throw err;
+  }
+  await syncDir(dir);
+}
+
+/**
+ * Removes `path` and fsyncs its directory, so the removal survives a crash.
+ * A missing file is not an error.
+ */
+export async function removeFileDurable(path: string): Promise<void> {
+  try {
+    await Deno.remove(path);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  await syncDir(dirname(path));
+}
+
+/** Fsyncs a directory, making renames and unlinks in it durable. */
+export async function syncDir(dir: string): Promise<void> {
+  const d = await Deno.open(dir, { read: true });
+  try {
+    await d.sync();
+  } finally {
+    d.close();
+  }
+}
+
+/**
+ * Removes temp files an interrupted {@linkcode writeFileDurable} of `path`
+ * left behind. Call it only while no other writer of `path` runs (the
+ * migration lock guarantees that for the journal).
+ */
+export async function removeStaleTemps(path: string): Promise<void> {
+  const prefix = `.${basename(path)}${tempMarker}`;
+  try {
+    for await (const entry of Deno.readDir(dirname(path))) {
+      if (entry.isFile && entry.name.startsWith(prefix)) {
+        await Deno.remove(join(dirname(path), entry.name)).catch(() => {});
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+}
+
+function randomSuffix(): string {
+  const b = crypto.getRandomValues(new Uint8Array(6));
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}

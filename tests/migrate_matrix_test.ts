@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-console
 // The fault matrix of the in-place migration, generated from the calls a
 // clean run makes, so a new step gets its cases without editing this file.
 //

@@ -1,6 +1,6 @@
 import { join } from "../errors/mod.ts";
 import { checkSpec, finish, neverAborted, Progress, rollback } from "./_steps.ts";
-import { ActionError, ErrInterrupted, ErrInvalidSpec } from "./errors.ts";
+import { ErrInterrupted, ErrInvalidSpec } from "./errors.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import {
   type Step,
@@ -93,7 +93,7 @@ export async function resumeInPlace(
       try {
         await progress.act("start-target", () => spec.target.start(target, { signal }));
       } catch (err) {
-        return { target, rolledBack: false, error: err as ActionError };
+        return { target, rolledBack: false, error: err as Error };
       }
       return await finish(spec, progress, target, signal);
     }

@@ -5,7 +5,7 @@
 // what a killed process looks like to the code that follows it. The journal
 // is real (a JournalStore on disk) so a resume reads what a run wrote.
 
-import * as isolation from "../../lib/isolation/mod.ts";
+import type * as isolation from "../../lib/isolation/mod.ts";
 import * as migrate from "../../lib/migrate/mod.ts";
 
 export interface SlotState {
@@ -80,72 +80,12 @@ export class World {
   }
 
   backend(mode: isolation.Mode, role: "source" | "target"): isolation.Backend {
-    const w = this;
-    return {
-      mode,
-      async prepare(spec) {
-        await w.call("prepare", () => {
-          w.slots.set(spec.slot, { mode, built: true, running: false });
-          w.hostConfig = "host-config:target-prepared";
-        });
-        return { mode, slot: spec.slot };
-      },
-      async start(ref) {
-        await w.call(role === "source" ? "start-source" : "start-target", () => {
-          const s = w.slots.get(ref.slot);
-          if (!s?.built) throw new Error(`slot ${ref.slot} is not built`);
-          s.running = true;
-        });
-      },
-      async stop(ref) {
-        await w.call("stop-source", () => {
-          const s = w.slots.get(ref.slot);
-          if (s) s.running = false;
-        });
-      },
-      async destroy(ref) {
-        await w.call(role === "source" ? "destroy-source" : "destroy-target", () => {
-          w.slots.delete(ref.slot);
-        });
-      },
-    };
+    return fakeBackend(this, mode, role);
   }
 
   /** An InPlaceSpec whose every hook goes through this world. */
   spec(record: migrate.InPlaceSpec["record"]): migrate.InPlaceSpec {
-    const w = this;
-    const c = (name: Call, effect: () => void = () => {}) => () => w.call(name, effect);
-    return {
-      source: w.backend(w.from, "source"),
-      sourceRoot: { mode: w.from, slot: "a" },
-      target: w.backend(w.to, "target"),
-      targetSpec: { slot: "b", node: "node-1" },
-      targetRoot: { mode: w.to, slot: "b" },
-      preflight: c("preflight"),
-      download: c("download"),
-      snapshotConfig: c("snapshot-config", () => {
-        w.snapshot = w.hostConfig;
-      }),
-      restoreConfig: c("restore-config", () => {
-        if (w.snapshot !== undefined) w.hostConfig = w.snapshot;
-      }),
-      discardConfig: c("discard-config", () => {
-        w.snapshot = undefined;
-      }),
-      cleanupNetwork: c("cleanup-network"),
-      persistTarget: (t) => w.call("persist-target", () => void (w.applied = t.slot)),
-      restoreSource: c("restore-source", () => {
-        w.applied = "a";
-      }),
-      waitReady: c("wait-ready", () => {
-        if (!w.slots.get("b")?.running) throw new Error("target is not running");
-      }),
-      removeSourceConfig: c("remove-source-config"),
-      prepareHost: c("prepare-host", () => {
-        w.hostConfig = "host-config:target";
-      }),
-      ...(record ? { record } : {}),
-    };
+    return fakeSpec(this, record);
   }
 
   /** Runs a migration as a fresh process would; a crash leaves `crashed` set. */
@@ -183,6 +123,72 @@ class FaultyStore extends migrate.JournalStore {
     });
     return saved;
   }
+}
+
+function fakeBackend(w: World, mode: isolation.Mode, role: "source" | "target"): isolation.Backend {
+  return {
+    mode,
+    async prepare(spec) {
+      await w.call("prepare", () => {
+        w.slots.set(spec.slot, { mode, built: true, running: false });
+        w.hostConfig = "host-config:target-prepared";
+      });
+      return { mode, slot: spec.slot };
+    },
+    async start(ref) {
+      await w.call(role === "source" ? "start-source" : "start-target", () => {
+        const s = w.slots.get(ref.slot);
+        if (!s?.built) throw new Error(`slot ${ref.slot} is not built`);
+        s.running = true;
+      });
+    },
+    async stop(ref) {
+      await w.call("stop-source", () => {
+        const s = w.slots.get(ref.slot);
+        if (s) s.running = false;
+      });
+    },
+    async destroy(ref) {
+      await w.call(role === "source" ? "destroy-source" : "destroy-target", () => {
+        w.slots.delete(ref.slot);
+      });
+    },
+  };
+}
+
+function fakeSpec(w: World, record: migrate.InPlaceSpec["record"]): migrate.InPlaceSpec {
+  const c = (name: Call, effect: () => void = () => {}) => () => w.call(name, effect);
+  return {
+    source: w.backend(w.from, "source"),
+    sourceRoot: { mode: w.from, slot: "a" },
+    target: w.backend(w.to, "target"),
+    targetSpec: { slot: "b", node: "node-1" },
+    targetRoot: { mode: w.to, slot: "b" },
+    preflight: c("preflight"),
+    download: c("download"),
+    snapshotConfig: c("snapshot-config", () => {
+      w.snapshot = w.hostConfig;
+    }),
+    restoreConfig: c("restore-config", () => {
+      if (w.snapshot !== undefined) w.hostConfig = w.snapshot;
+    }),
+    discardConfig: c("discard-config", () => {
+      w.snapshot = undefined;
+    }),
+    cleanupNetwork: c("cleanup-network"),
+    persistTarget: (t) => w.call("persist-target", () => void (w.applied = t.slot)),
+    restoreSource: c("restore-source", () => {
+      w.applied = "a";
+    }),
+    waitReady: c("wait-ready", () => {
+      if (!w.slots.get("b")?.running) throw new Error("target is not running");
+    }),
+    removeSourceConfig: c("remove-source-config"),
+    prepareHost: c("prepare-host", () => {
+      w.hostConfig = "host-config:target";
+    }),
+    ...(record ? { record } : {}),
+  };
 }
 
 function hang(): Promise<never> {

@@ -1,0 +1,16 @@
+/**
+ * The `stratum` command line: one module per command group, human and
+ * `--json` output, and the exit codes of the CLI contract.
+ *
+ * @example Run the CLI from an entry point
+ * ```ts ignore
+ * import * as cli from "./mod.ts";
+ * Deno.exit(await cli.run(Deno.args, [cli.rolloutGroup(deps)]));
+ * ```
+ *
+ * @module
+ */
+
+export { ExitAttention, ExitBusy, ExitFailed, ExitOK, ExitUsage, UsageError } from "./exit.ts";
+export { type Context, type Group, jsonOption, run, version } from "./program.ts";
+export { Output } from "./output.ts";

@@ -1,0 +1,34 @@
+// deno-lint-ignore-file no-console
+// The only module that writes to the terminal. With --json, stdout carries
+// exactly one JSON document and everything else goes to stderr.
+
+/** Where a command writes: results to stdout, progress and logs to stderr. */
+export class Output {
+  constructor(readonly json: boolean) {}
+
+  /** A progress or log line, always on stderr so stdout stays parseable. */
+  log(line: string): void {
+    console.error(line);
+  }
+
+  /** The command's result: `doc` as JSON with --json, else the human lines. */
+  result(doc: unknown, human: () => string[]): void {
+    if (this.json) console.log(JSON.stringify(doc, null, 2));
+    else for (const line of human()) console.log(line);
+  }
+
+  /** Plain text on stdout (help, command lists), whatever the mode. */
+  text(s: string): void {
+    console.log(s.endsWith("\n") ? s.slice(0, -1) : s);
+  }
+
+  /** A one-line error on stderr, prefixed like every CLI error. */
+  error(message: string): void {
+    console.error(`stratum: ${message}`);
+  }
+
+  /** Whether stderr is a terminal, for progress bars. */
+  get interactive(): boolean {
+    return Deno.stderr.isTerminal();
+  }
+}

@@ -1,0 +1,74 @@
+import { Command, CommanderError, Option } from "commander";
+import { messageOf } from "../errors/mod.ts";
+import { ExitUsage, UsageError } from "./exit.ts";
+import { Output } from "./output.ts";
+
+/** The version `stratum --version` prints. */
+export const version = "0.1.0";
+
+/** A command group: adds its subcommands to the program. */
+export type Group = (program: Command, ctx: Context) => void;
+
+/** What every command action gets. */
+export interface Context {
+  /** Set by an action: the process's exit code. */
+  exitCode: number;
+  /** The output for the --json flag the action was called with. */
+  output(opts: { json?: boolean }): Output;
+}
+
+/** The --json flag every command takes. */
+export function jsonOption(): Option {
+  return new Option("--json", "print one JSON document on stdout; logs go to stderr");
+}
+
+/**
+ * Parses argv and runs the command. Resolves with the exit code; never
+ * exits. Flag and argument errors are exit 2 with commander's one-line
+ * message; a UsageError from an action is exit 2 too.
+ */
+export async function run(argv: string[], groups: Group[]): Promise<number> {
+  const ctx: Context = { exitCode: 0, output: (o) => new Output(o.json === true) };
+  const out = new Output(false);
+  const program = new Command("stratum")
+    .description(
+      "The Stratum node tool: restart Stratum's in-cluster workloads after a restore or CA " +
+        "rotation (rollout), and move a live node between isolation modes (migrate).",
+    )
+    .version(version, "--version", "print the version")
+    .exitOverride()
+    .showSuggestionAfterError(true)
+    .configureOutput({
+      writeOut: (s) => out.text(s),
+      writeErr: (s) => out.log(s.trimEnd()),
+      outputError: (s) => out.log(s.trimEnd().replace(/^error: /, "stratum: ")),
+    })
+    .addHelpText(
+      "after",
+      "\nExit codes: 0 done or nothing to do, 1 failed and safe, 2 bad input (nothing\n" +
+        "changed), 3 needs attention, 75 busy (another migration holds the lock).",
+    );
+  for (const g of groups) g(program, ctx);
+  for (const c of allCommands(program)) {
+    c.exitOverride().configureOutput(program.configureOutput());
+  }
+  try {
+    await program.parseAsync(argv, { from: "user" });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version "fail" with exit code 0.
+      return err.exitCode === 0 ? 0 : ExitUsage;
+    }
+    if (err instanceof UsageError) {
+      out.error(err.message);
+      return ExitUsage;
+    }
+    out.error(`unexpected error: ${messageOf(err)}`);
+    return 3;
+  }
+  return ctx.exitCode;
+}
+
+function allCommands(c: Command): Command[] {
+  return c.commands.flatMap((sub) => [sub, ...allCommands(sub)]);
+}

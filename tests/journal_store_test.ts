@@ -1,0 +1,204 @@
+// deno-lint-ignore-file no-console
+import { join } from "node:path";
+import $ from "dax";
+import * as migrate from "../lib/migrate/mod.ts";
+import { assert, assertEquals, assertRejects } from "./support/assert.ts";
+import { checkDurable, parseTrace, tracedCalls } from "./support/syscall_trace.ts";
+
+const writer = new URL("./support/journal_writer.ts", import.meta.url).pathname;
+
+function sample(step: migrate.Step = migrate.StepPersisting): migrate.Journal {
+  return {
+    version: migrate.JournalVersion,
+    strategy: migrate.StrategyInPlace,
+    from: "host",
+    to: "nspawn",
+    sourceSlot: "a",
+    targetSlot: "b",
+    step,
+    startedAt: new Date("2026-11-30T10:00:00Z"),
+    updatedAt: new Date("2026-11-30T10:00:00Z"),
+  };
+}
+
+async function tempStore(now?: () => Date): Promise<migrate.JournalStore> {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-journal-" });
+  return new migrate.JournalStore(join(dir, "migration.json"), now ? { now } : {});
+}
+
+Deno.test("save() then load() round-trips with the seed's field names and RFC 3339 times", async () => {
+  const now = new Date("2026-11-30T10:05:00.250Z");
+  const store = await tempStore(() => now);
+  const saved = await store.save({ ...sample(), attempts: 2, message: "wait-ready: timed out" });
+  assertEquals(saved.updatedAt, now);
+  assertEquals(await store.load(), saved);
+  const raw = JSON.parse(await Deno.readTextFile(store.path));
+  assertEquals(Object.keys(raw), [
+    "version",
+    "strategy",
+    "from",
+    "to",
+    "sourceSlot",
+    "targetSlot",
+    "step",
+    "startedAt",
+    "updatedAt",
+    "attempts",
+    "message",
+  ]);
+  assertEquals(raw.startedAt, "2026-11-30T10:00:00.000Z");
+  assertEquals(raw.updatedAt, "2026-11-30T10:05:00.250Z");
+});
+
+Deno.test("save() leaves out attempts and message when they are empty", async () => {
+  const store = await tempStore();
+  await store.save(sample());
+  const raw = JSON.parse(await Deno.readTextFile(store.path));
+  assert(!("attempts" in raw) && !("message" in raw));
+});
+
+Deno.test("save() writes the journal with mode 0600", async () => {
+  const store = await tempStore();
+  await store.save(sample());
+  assertEquals((await Deno.stat(store.path)).mode! & 0o777, 0o600);
+});
+
+Deno.test("load() of a missing file is ErrNoJournal", async () => {
+  const store = await tempStore();
+  await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
+});
+
+Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never ErrNoJournal", async (t) => {
+  const good = migrate.encodeJournal(sample());
+  const cases: Record<string, string> = {
+    empty: "",
+    whitespace: "  \n",
+    truncated: good.slice(0, good.length / 2),
+    "not JSON": "migration in progress\n",
+    array: "[]",
+    "future version": good.replace('"version": 1', '"version": 2'),
+    "no version": good.replace('"version": 1,', ""),
+    "unknown step": good.replace('"persisting"', '"halfway"'),
+    "unknown strategy": good.replace('"in-place"', '"sideways"'),
+    "unknown mode": good.replace('"nspawn"', '"docker"'),
+    "bad time": good.replace(/"startedAt": "[^"]+"/, '"startedAt": "yesterday"'),
+    "bad slot": good.replace('"sourceSlot": "a"', '"sourceSlot": "c"'),
+  };
+  for (const [name, text] of Object.entries(cases)) {
+    await t.step(name, async () => {
+      const store = await tempStore();
+      await Deno.writeTextFile(store.path, text);
+      const err = await assertRejects(
+        () => store.load(),
+        (e) => migrate.is(e, migrate.ErrCorruptJournal),
+      );
+      assert(!migrate.is(err, migrate.ErrNoJournal));
+      assert((err as Error).message.includes(store.path), (err as Error).message);
+    });
+  }
+});
+
+Deno.test("load() says a future version was written by a newer stratum", async () => {
+  const store = await tempStore();
+  await Deno.writeTextFile(
+    store.path,
+    migrate.encodeJournal(sample()).replace('"version": 1', '"version": 7'),
+  );
+  const err = await assertRejects(() => store.load());
+  assert((err as Error).message.includes("newer stratum"), (err as Error).message);
+});
+
+Deno.test("remove() of a missing file is not an error, and removes a present one", async () => {
+  const store = await tempStore();
+  await store.remove();
+  await store.save(sample());
+  await store.remove();
+  await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
+});
+
+Deno.test("save() cleans up temp files a crashed save left, and load() ignores them", async () => {
+  const store = await tempStore();
+  const stale = join(store.path, "..", ".migration.json.tmp-99999-deadbeef");
+  await Deno.writeTextFile(stale, '{"version": 1, "step": "partial');
+  await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
+  await store.save(sample());
+  await assertRejects(() => Deno.stat(stale));
+});
+
+Deno.test("save() leaves the old journal when the write cannot complete", async () => {
+  const store = await tempStore();
+  const old = await store.save(sample(migrate.StepStoppingSource));
+  // An immutable directory refuses the temp file even to root: save fails
+  // before any rename, as on a full or read-only file system.
+  const dir = join(store.path, "..");
+  await $`chattr +i ${dir}`;
+  try {
+    await assertRejects(() => store.save(sample(migrate.StepStartingTarget)));
+  } finally {
+    await $`chattr -i ${dir}`;
+  }
+  assertEquals(await store.load(), old);
+});
+
+Deno.test("save() follows the durable protocol, syscall by syscall (strace)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-strace-" });
+  const path = join(dir, "migration.json");
+  const trace = join(dir, "trace");
+  await $`strace -f -y -qq -e signal=none -o ${trace} -e trace=${tracedCalls} ${Deno.execPath()} run -A ${writer} ${path} 3`
+    .quiet();
+  const text = await Deno.readTextFile(trace);
+  const report = checkDurable(parseTrace(text), path);
+  assertEquals(report.problems, []);
+  assertEquals(report.saves, 3);
+
+  // The checker itself: each omission is caught by its own assertion.
+  const drop = (re: RegExp) => text.split("\n").filter((l) => !re.test(l)).join("\n");
+  const noTmpSync = checkDurable(parseTrace(drop(/fsync\(\d+<[^>]*\.tmp-/)), path);
+  assert(noTmpSync.problems.some((p) => p.startsWith("no fsync of") && p.includes(".tmp-")));
+  const noDirSync = checkDurable(parseTrace(drop(new RegExp(`fsync\\(\\d+<${dir}>`))), path);
+  assert(noDirSync.problems.some((p) => p.includes("after the rename")));
+});
+
+Deno.test("remove() fsyncs the directory after the unlink (strace)", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-strace-" });
+  const path = join(dir, "migration.json");
+  const trace = join(dir, "trace");
+  const script = `import * as m from ${
+    JSON.stringify(new URL("../lib/migrate/mod.ts", import.meta.url).href)
+  };
+    await new m.JournalStore(${JSON.stringify(path)}).remove();`;
+  await Deno.writeTextFile(path, "{}");
+  await $`strace -f -y -qq -e signal=none -o ${trace} -e trace=${tracedCalls} ${Deno.execPath()} eval ${script}`
+    .quiet();
+  const calls = parseTrace(await Deno.readTextFile(trace));
+  assertEquals(checkDurable(calls, path).problems, []);
+  assert(
+    calls.some((c) => c.name.startsWith("unlink") && c.args.includes(path)),
+    "no unlink traced",
+  );
+});
+
+Deno.test("SIGKILL at random instants of save() leaves the old or the new journal, never a partial one", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-kill-" });
+  const path = join(dir, "migration.json");
+  const seed = Number(Deno.env.get("STRATUM_TEST_SEED") ?? Date.now() % 100000);
+  console.log(`kill delays seeded with STRATUM_TEST_SEED=${seed}`);
+  let x = seed;
+  const rand = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+  for (let i = 0; i < 8; i++) {
+    const child = new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", writer, path, "0"],
+      stdout: "piped",
+      stderr: "null",
+    }).spawn();
+    const reader = child.stdout.getReader();
+    await reader.read(); // "ready": at least one save is done
+    await new Promise((r) => setTimeout(r, rand() * 40));
+    child.kill("SIGKILL");
+    await child.status;
+    reader.releaseLock();
+    await child.stdout.cancel();
+    const j = await new migrate.JournalStore(path).load();
+    assert(j.step === migrate.StepStoppingSource || j.step === migrate.StepStartingTarget);
+  }
+});

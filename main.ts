@@ -6,7 +6,11 @@
  * @module
  */
 import * as cli from "./lib/cli/mod.ts";
+import * as kube from "./lib/kube/mod.ts";
 
 if (import.meta.main) {
-  Deno.exit(await cli.run(Deno.args, []));
+  const groups = [
+    cli.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint }),
+  ];
+  Deno.exit(await cli.run(Deno.args, groups));
 }

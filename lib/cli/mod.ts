@@ -14,3 +14,5 @@
 export { ExitAttention, ExitBusy, ExitFailed, ExitOK, ExitUsage, UsageError } from "./exit.ts";
 export { type Context, type Group, jsonOption, run, version } from "./program.ts";
 export { Output } from "./output.ts";
+export { type RolloutDeps, rolloutGroup } from "./rollout.ts";
+export { parseDuration } from "./duration.ts";

@@ -1,0 +1,28 @@
+import { UsageError } from "./exit.ts";
+
+const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * Parses a Go-style duration ("5m", "30s", "1m30s", "1.5s", "500ms") into
+ * milliseconds, as kubectl's own flags take them. Zero and negative
+ * durations, and anything else, are a UsageError naming the flag.
+ */
+export function parseDuration(flag: string, text: string): number {
+  const s = text.trim();
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
+  let total = 0;
+  let at = 0;
+  while (at < s.length) {
+    re.lastIndex = at;
+    const m = re.exec(s);
+    if (!m) break;
+    total += Number(m[1]) * units[m[2]!]!;
+    at = re.lastIndex;
+  }
+  if (s === "" || at !== s.length || !(total > 0)) {
+    throw new UsageError(
+      `invalid ${flag} ${JSON.stringify(text)}: want a positive duration such as 30s, 5m or 1m30s`,
+    );
+  }
+  return total;
+}

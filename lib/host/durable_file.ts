@@ -90,3 +90,28 @@ function randomSuffix(): string {
   const b = crypto.getRandomValues(new Uint8Array(6));
   return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 }
+
+/**
+ * Creates `dir` and its missing parents, fsyncing each parent a new entry
+ * was made in, so the directory survives a crash along with what is written
+ * into it.
+ */
+export async function ensureDir(dir: string): Promise<void> {
+  const missing: string[] = [];
+  for (let d = dir;; d = dirname(d)) {
+    try {
+      await Deno.stat(d);
+      break;
+    } catch (err) {
+      if (!(err instanceof Deno.errors.NotFound)) throw err;
+      missing.push(d);
+      if (dirname(d) === d) break;
+    }
+  }
+  for (const d of missing.reverse()) {
+    await Deno.mkdir(d).catch((err) => {
+      if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+    });
+    await syncDir(dirname(d));
+  }
+}

@@ -1,20 +1,34 @@
 /**
- * Side effects on the host a migration needs: durable file writes, and (in
- * later modules) systemctl, the config snapshot and network cleanup.
+ * Side effects on the host that a migration needs, knowing nothing of
+ * isolation modes: durable file writes, systemctl, the config snapshot,
+ * bundles and network cleanup. Every path is under a root (`hostPaths`), so
+ * tests can run against a scratch tree.
  *
  * @example Replace a state file so a crash leaves the old or the new one
- * ```ts
+ * ```ts ignore
  * import * as host from "./mod.ts";
- * await host.writeFileDurable("/tmp/state.json", "{}\n", { mode: 0o644 });
+ * await host.writeFileDurable("/var/lib/stratum/state.json", "{}\n", { mode: 0o644 });
  * ```
  *
  * @module
  */
 
 export {
+  ensureDir,
   removeFileDurable,
   removeStaleTemps,
   syncDir,
   writeFileDurable,
   type WriteOptions,
 } from "./durable_file.ts";
+export { type HostPaths, hostPaths } from "./paths.ts";
+export { Systemctl, type SystemctlOptions, type UnitCallOptions, UnitError } from "./systemctl.ts";
+export { ConfigSnapshot } from "./config_snapshot.ts";
+export { BundleError, installBundle, manifestName, sizeOf, verifyBundle } from "./bundle.ts";
+export {
+  chainPattern,
+  cleanupNetwork,
+  type CleanupReport,
+  linkPattern,
+  tablePattern,
+} from "./network_cleanup.ts";

@@ -1,15 +1,21 @@
 /**
- * Isolation modes and the backend interface a migration drives.
+ * Isolation modes, the backend interface a migration drives, and the two
+ * real backends.
  *
  * A node stack runs in one {@linkcode Mode}: `host` (systemd units on the
  * host) or `nspawn` (a systemd-nspawn machine). Each mode's stack lives in a
  * blue/green {@linkcode Slot}; a migration builds the target in the slot the
- * source does not use.
+ * source does not use. This package also knows what each mode writes on the
+ * host (config files, host preparation, the applied node config).
  *
- * @example Name the slot a migration from slot a builds
- * ```ts
+ * @example Build and start the host stack in slot b
+ * ```ts ignore
+ * import * as host from "../host/mod.ts";
  * import * as isolation from "./mod.ts";
- * const target: isolation.SlotRef = { mode: "nspawn", slot: isolation.otherSlot("a") };
+ * const deps = { paths: host.hostPaths("/"), systemctl: new host.Systemctl() };
+ * const backend = isolation.backendFor("host", deps);
+ * const ref = await backend.prepare({ slot: "b", node: "node-1" });
+ * await backend.start(ref);
  * ```
  *
  * @module
@@ -18,3 +24,18 @@
 export { isMode, type Mode, modes } from "./mode.ts";
 export { isSlot, type NodeSpec, otherSlot, type Slot, type SlotRef, slots } from "./slot.ts";
 export type { Backend, CallOptions } from "./backend.ts";
+export { type BackendDeps, HostBackend } from "./host_backend.ts";
+export { NspawnBackend } from "./nspawn_backend.ts";
+export { backendFor } from "./backend_for.ts";
+export { ErrBadStack, expand, readStack, type Stack } from "./stack.ts";
+export { serviceUnit, targetUnit, unitsOf } from "./_units.ts";
+export { configFiles, snapshotFiles } from "./config_files.ts";
+export { firewallUnit, hostPackages, prepareHost, unprepareHost } from "./host_prep.ts";
+export {
+  ErrBadNodeConfig,
+  type NodeConfig,
+  readNodeConfig,
+  restoreNodeConfig,
+  saveNodeConfig,
+  writeNodeConfig,
+} from "./node_config.ts";

@@ -1,4 +1,5 @@
-import { removeFileDurable, removeStaleTemps, writeFileDurable } from "../host/mod.ts";
+import { dirname } from "node:path";
+import { ensureDir, removeFileDurable, removeStaleTemps, writeFileDurable } from "../host/mod.ts";
 import { ErrCorruptJournal, ErrNoJournal } from "./errors.ts";
 import { decodeJournal, encodeJournal, type Journal } from "./journal.ts";
 
@@ -55,6 +56,7 @@ export class JournalStore {
   async save(j: Journal): Promise<Journal> {
     const stamped: Journal = { ...j, updatedAt: this.now() };
     if (!this.#cleaned) {
+      await ensureDir(dirname(this.path));
       await removeStaleTemps(this.path);
       this.#cleaned = true;
     }

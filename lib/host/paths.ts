@@ -1,0 +1,46 @@
+import { join } from "node:path";
+
+/**
+ * Every host path stratum touches, under one root (`--root`, default `/`),
+ * so tests can run against a scratch tree. systemd itself reads units only
+ * from the real /etc/systemd/system, so commands that start units are
+ * meaningful with root `/` (inside the test sandbox, that is its overlay).
+ */
+export interface HostPaths {
+  readonly root: string;
+  readonly journal: string;
+  readonly nodeConfig: string;
+  /** The source's node config, kept until the migration is over. */
+  readonly nodeConfigSaved: string;
+  readonly slotsDir: string;
+  readonly snapshotDir: string;
+  readonly lock: string;
+  readonly unitDir: string;
+  readonly bundlesDir: string;
+  readonly bpfDir: string;
+  readonly aptPreferencesDir: string;
+  slot(name: string): string;
+  bundle(mode: string): string;
+  /** `p` (an absolute host path) under the root. */
+  at(p: string): string;
+}
+
+export function hostPaths(root = "/"): HostPaths {
+  const at = (p: string) => join(root, p);
+  return {
+    root,
+    journal: at("/var/lib/stratum/migration.json"),
+    nodeConfig: at("/etc/stratum/node.json"),
+    nodeConfigSaved: at("/var/lib/stratum/node.source.json"),
+    slotsDir: at("/var/lib/stratum/slots"),
+    snapshotDir: at("/var/lib/stratum/config-snapshot"),
+    lock: at("/run/lock/stratum-migrate.lock"),
+    unitDir: at("/etc/systemd/system"),
+    bundlesDir: at("/var/lib/stratum/bundles"),
+    bpfDir: at("/sys/fs/bpf/stratum"),
+    aptPreferencesDir: at("/etc/apt/preferences.d"),
+    slot: (s) => at(`/var/lib/stratum/slots/${s}`),
+    bundle: (m) => at(`/var/lib/stratum/bundles/${m}`),
+    at,
+  };
+}

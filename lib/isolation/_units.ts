@@ -1,0 +1,135 @@
+// Unit files and slot directories shared by both backends. Every unit of
+// slot X is named stratum-X.target or stratum-X-*.service, so a backend can
+// find and remove all of a slot's units without a list.
+
+import { cp } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import {
+  ensureDir,
+  type HostPaths,
+  removeFileDurable,
+  syncDir,
+  type Systemctl,
+  writeFileDurable,
+} from "../host/mod.ts";
+import type { CallOptions } from "./backend.ts";
+import type { Mode } from "./mode.ts";
+import type { Slot } from "./slot.ts";
+import type { Stack } from "./stack.ts";
+
+export function targetUnit(slot: Slot): string {
+  return `stratum-${slot}.target`;
+}
+
+export function serviceUnit(slot: Slot, name: string): string {
+  return `stratum-${slot}-${name}.service`;
+}
+
+/** The slot target: BindsTo its services, so one crashing takes the target down and start fails. */
+export function targetText(slot: Slot, mode: Mode, services: string[]): string {
+  return `# Written by stratum: slot ${slot}, ${mode} mode.
+[Unit]
+Description=Stratum node stack, slot ${slot} (${mode} mode)
+${services.map((s) => `BindsTo=${s}\nAfter=${s}`).join("\n")}
+`;
+}
+
+/** Quotes one ExecStart argument for systemd, escaping its specifiers (%) and variables ($). */
+export function quoteExec(arg: string): string {
+  const escaped = arg.replaceAll("%", "%%").replaceAll("$", "$$");
+  return /^[A-Za-z0-9_./:=@%+,$-]+$/.test(escaped)
+    ? escaped
+    : `"${escaped.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+}
+
+/** The units of `slot` present in the unit directory. */
+export async function unitsOf(paths: HostPaths, slot: Slot): Promise<string[]> {
+  const out: string[] = [];
+  try {
+    for await (const e of Deno.readDir(paths.unitDir)) {
+      if (e.name === targetUnit(slot) || e.name.startsWith(`stratum-${slot}-`)) out.push(e.name);
+    }
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  return out.sort();
+}
+
+/** Writes a slot's units (replacing any it had) and reloads systemd. */
+export async function writeUnits(
+  paths: HostPaths,
+  systemctl: Systemctl,
+  slot: Slot,
+  units: Record<string, string>,
+  opts: CallOptions,
+): Promise<void> {
+  await ensureDir(paths.unitDir);
+  for (const old of await unitsOf(paths, slot)) {
+    if (!(old in units)) await removeFileDurable(join(paths.unitDir, old));
+  }
+  for (const [name, text] of Object.entries(units)) {
+    await writeFileDurable(join(paths.unitDir, name), text, { mode: 0o644 });
+  }
+  await systemctl.daemonReload(opts);
+}
+
+/** Stops the slot's target and then each of its services, so none outlives the stop. */
+export async function stopSlot(
+  paths: HostPaths,
+  systemctl: Systemctl,
+  slot: Slot,
+  opts: CallOptions,
+): Promise<void> {
+  const units = await unitsOf(paths, slot);
+  if (units.length === 0) return;
+  await systemctl.stop(targetUnit(slot), opts);
+  for (const u of units.filter((u) => u.endsWith(".service"))) await systemctl.stop(u, opts);
+}
+
+/** Stops a slot, removes its units and its directory. A missing slot is fine. */
+export async function destroySlot(
+  paths: HostPaths,
+  systemctl: Systemctl,
+  slot: Slot,
+  opts: CallOptions,
+): Promise<void> {
+  const units = await unitsOf(paths, slot);
+  await stopSlot(paths, systemctl, slot, opts);
+  for (const u of units) await removeFileDurable(join(paths.unitDir, u));
+  if (units.length > 0) {
+    await systemctl.daemonReload(opts);
+    for (const u of units) await systemctl.resetFailed(u, opts);
+  }
+  await removeTree(paths.slot(slot));
+}
+
+/** Lays a slot out from a verified bundle directory, replacing a half-built one. */
+export async function layOut(bundleDir: string, slotDir: string): Promise<void> {
+  await removeTree(slotDir);
+  await ensureDir(dirname(slotDir));
+  await cp(bundleDir, slotDir, { recursive: true, preserveTimestamps: true });
+  await syncDir(dirname(slotDir));
+}
+
+/** Writes the stack's host config files (see Stack.hostFiles). */
+export async function writeHostFiles(
+  paths: HostPaths,
+  slotDir: string,
+  stack: Stack,
+): Promise<void> {
+  for (const [hostPath, inSlot] of Object.entries(stack.hostFiles ?? {})) {
+    const dest = paths.at(hostPath);
+    await ensureDir(dirname(dest));
+    await writeFileDurable(dest, await Deno.readFile(join(slotDir, inSlot)), { mode: 0o644 });
+  }
+}
+
+async function removeTree(dir: string): Promise<void> {
+  try {
+    await Deno.remove(dir, { recursive: true });
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  await syncDir(dirname(dir));
+}

@@ -1,0 +1,76 @@
+import type { HostPaths, Systemctl } from "../host/mod.ts";
+import {
+  destroySlot,
+  layOut,
+  quoteExec,
+  serviceUnit,
+  stopSlot,
+  targetText,
+  targetUnit,
+  writeHostFiles,
+  writeUnits,
+} from "./_units.ts";
+import type { Backend, CallOptions } from "./backend.ts";
+import type { NodeSpec, SlotRef } from "./slot.ts";
+import { expand, readStack } from "./stack.ts";
+
+/** What the real backends need: where host paths are, and systemctl. */
+export interface BackendDeps {
+  readonly paths: HostPaths;
+  readonly systemctl: Systemctl;
+}
+
+/**
+ * `host` mode: each service of the slot's stack is a systemd unit on the
+ * host, `PartOf=` the slot's `stratum-<slot>.target`, which `BindsTo=` every
+ * service: starting the target starts the stack and fails when a service
+ * cannot start; stopping it stops them all.
+ */
+export class HostBackend implements Backend {
+  readonly mode = "host" as const;
+  readonly #deps: BackendDeps;
+  constructor(deps: BackendDeps) {
+    this.#deps = deps;
+  }
+
+  async prepare(spec: NodeSpec, opts: CallOptions = {}): Promise<SlotRef> {
+    const { paths, systemctl } = this.#deps;
+    const slotDir = paths.slot(spec.slot);
+    await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
+    const stack = await readStack(slotDir);
+    await writeHostFiles(paths, slotDir, stack);
+    const units: Record<string, string> = {};
+    const names = stack.services.map((s) => serviceUnit(spec.slot, s.name));
+    units[targetUnit(spec.slot)] = targetText(spec.slot, this.mode, names);
+    for (const s of stack.services) {
+      units[serviceUnit(spec.slot, s.name)] = `# Written by stratum: slot ${spec.slot}, host mode.
+[Unit]
+Description=Stratum ${s.name}, slot ${spec.slot} (host mode)
+PartOf=${targetUnit(spec.slot)}
+
+[Service]
+Type=notify
+NotifyAccess=main
+WorkingDirectory=${slotDir}
+ExecStart=${expand(s.exec, slotDir, spec.node).map(quoteExec).join(" ")}
+KillMode=mixed
+TimeoutStartSec=60
+TimeoutStopSec=30
+`;
+    }
+    await writeUnits(paths, systemctl, spec.slot, units, opts);
+    return { mode: this.mode, slot: spec.slot };
+  }
+
+  async start(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    await this.#deps.systemctl.start(targetUnit(ref.slot), opts);
+  }
+
+  async stop(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    await stopSlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
+  }
+
+  async destroy(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    await destroySlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
+  }
+}

@@ -1,0 +1,77 @@
+// deno-lint-ignore-file no-console
+// Runs inside the systemd sandbox (via Sandbox.deno): drives a real backend
+// through a scenario and prints what it observed as one JSON document, for
+// tests/backends_test.ts to assert on.
+//
+//   drive_backend.ts lifecycle MODE BUNDLE_DIR
+//   drive_backend.ts fail-start MODE BUNDLE_DIR
+
+import * as host from "../../../lib/host/mod.ts";
+import * as isolation from "../../../lib/isolation/mod.ts";
+
+const [scenario, mode, bundleRoot] = Deno.args;
+if (!isolation.isMode(mode) || !bundleRoot) throw new Error("usage: SCENARIO MODE BUNDLE_DIR");
+const paths = host.hostPaths("/");
+const systemctl = new host.Systemctl({ timeout: 60_000 });
+const backend = isolation.backendFor(mode, { paths, systemctl });
+const spec: isolation.NodeSpec = { slot: "a", node: "node-1", bundleDir: `${bundleRoot}/${mode}` };
+const ref: isolation.SlotRef = { mode, slot: "a" };
+
+async function health(): Promise<string> {
+  try {
+    const r = await fetch("http://127.0.0.1:18080/healthz", { signal: AbortSignal.timeout(2000) });
+    return `${r.status} ${(await r.text()).trim()}`;
+  } catch {
+    return "refused";
+  }
+}
+
+async function observe() {
+  return {
+    units: await isolation.unitsOf(paths, "a"),
+    slotExists: await Deno.stat(paths.slot("a")).then(() => true, () => false),
+    active: await systemctl.isActive(isolation.targetUnit("a")),
+    health: await health(),
+  };
+}
+
+const out: Record<string, unknown> = {};
+try {
+  if (scenario === "lifecycle") {
+    await backend.prepare(spec);
+    out.prepared = await observe();
+    await backend.prepare(spec);
+    out.preparedTwice = await observe();
+    await backend.start(ref);
+    out.started = await observe();
+    await backend.start(ref);
+    out.startedTwice = await observe();
+    await backend.stop(ref);
+    out.stopped = await observe();
+    await backend.stop(ref);
+    out.stoppedTwice = await observe();
+    await backend.start(ref);
+    out.restarted = await observe();
+    await backend.destroy(ref);
+    out.destroyed = await observe();
+    await backend.destroy(ref);
+    out.destroyedTwice = await observe();
+    out.hostFile = await Deno.readTextFile("/etc/sysctl.d/90-stratum.conf").catch(() => null);
+  } else if (scenario === "fail-start") {
+    await backend.prepare(spec);
+    try {
+      await backend.start(ref);
+      out.error = null;
+    } catch (err) {
+      out.error = { name: (err as Error).name, message: (err as Error).message };
+    }
+    out.after = await observe();
+    await backend.destroy(ref);
+    out.destroyed = await observe();
+  } else {
+    throw new Error(`unknown scenario ${scenario}`);
+  }
+} catch (err) {
+  out.unexpected = { name: (err as Error).name, message: (err as Error).message };
+}
+console.log(JSON.stringify(out));

@@ -17,6 +17,7 @@ async function bundle(behavior?: Partial<Record<"host" | "nspawn", Behavior>>): 
   return await makeBundle(dir, behavior ? { behavior } : {});
 }
 
+// deno-lint-ignore no-explicit-any
 async function drive(sb: Sandbox, args: string[]): Promise<Record<string, any>> {
   const r = await sb.deno(["run", "-A", driver, ...args]);
   assertEquals(r.code, 0, r.stderr);
@@ -67,8 +68,76 @@ for (const mode of ["host", "nspawn"] as const) {
       const o = await drive(sb, ["fail-start", mode, await bundle({ [mode]: "fail-start" })]);
       assertEquals(o.error?.name, "UnitError", JSON.stringify(o));
       assert(o.error.message.includes("stratum-a.target"), o.error.message);
+      assert(o.error.message.includes("exit status 3"), "names the failed service and its status");
       assertEquals([o.after.active, o.after.health], [false, "refused"]);
       assertEquals([o.destroyed.units, o.destroyed.slotExists], [[], false]);
     },
   });
 }
+
+for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
+  Deno.test({
+    name: `runInPlace drives the real backends ${from} → ${to} to completion`,
+    ignore: nspawnUnavailable !== undefined,
+    async fn() {
+      await using sb = await Sandbox.start();
+      const r = await sb.deno([
+        "run",
+        "-A",
+        "tests/support/sandbox/drive_migrate.ts",
+        from,
+        to,
+        await bundle(),
+      ]);
+      assertEquals(r.code, 0, r.stderr);
+      const o = JSON.parse(r.stdout);
+      assertEquals(o.before, `200 ok ${from} node-1`);
+      assertEquals(o.result, {
+        target: { mode: to, slot: "b" },
+        rolledBack: false,
+        error: null,
+        rollbackFailed: false,
+      });
+      assertEquals(o.journal, "complete");
+      assertEquals([o.node.mode, o.node.slot], [to, "b"]);
+      assertEquals(o.active, { a: false, b: true });
+      assertEquals(o.units.a, [], "the source's units are gone");
+      assertEquals(o.slots, { a: false, b: true });
+      assertEquals(o.health, `200 ok ${to} node-1`);
+      assert(String(o.sysctl).includes(`stratum ${to} mode`));
+      assertEquals(o.snapshot, false, "the snapshot is discarded");
+      assertEquals(o.pins, [`stratum-${to}.pref`]);
+    },
+  });
+}
+
+Deno.test({
+  name: "a failing waitReady rolls back to a running, healthy source",
+  ignore: nspawnUnavailable !== undefined,
+  async fn() {
+    await using sb = await Sandbox.start();
+    const dir = await bundle({ nspawn: "unhealthy" });
+    const r = await sb.deno([
+      "run",
+      "-A",
+      "tests/support/sandbox/drive_migrate.ts",
+      "host",
+      "nspawn",
+      dir,
+      "2000",
+    ]);
+    assertEquals(r.code, 0, r.stderr);
+    const o = JSON.parse(r.stdout);
+    assertEquals(o.result.rolledBack, true);
+    assert(o.result.error.includes("not ready"), o.result.error);
+    assertEquals(o.journal, "rolled-back");
+    assertEquals([o.node.mode, o.node.slot], ["host", "a"], "node.json names the source again");
+    assertEquals(o.active, { a: true, b: false });
+    assertEquals(o.units.b, []);
+    assertEquals(o.slots, { a: true, b: false });
+    assertEquals(o.health, "200 ok host node-1");
+    assert(String(o.sysctl).includes("stratum host mode"), "the host config is the source's again");
+    assertEquals(o.snapshot, false);
+    assertEquals(o.pins, ["stratum-host.pref"]);
+  },
+});

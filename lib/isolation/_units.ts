@@ -10,6 +10,7 @@ import {
   removeFileDurable,
   syncDir,
   type Systemctl,
+  UnitError,
   writeFileDurable,
 } from "../host/mod.ts";
 import type { CallOptions } from "./backend.ts";
@@ -71,6 +72,35 @@ export async function writeUnits(
     await writeFileDurable(join(paths.unitDir, name), text, { mode: 0o644 });
   }
   await systemctl.daemonReload(opts);
+}
+
+/**
+ * Starts the slot's target. When it fails, the error names each service that
+ * failed with systemd's Result and exit status: the target's own error only
+ * says that a dependency failed.
+ */
+export async function startSlot(
+  paths: HostPaths,
+  systemctl: Systemctl,
+  slot: Slot,
+  opts: CallOptions,
+): Promise<void> {
+  try {
+    await systemctl.start(targetUnit(slot), opts);
+  } catch (err) {
+    if (!(err instanceof UnitError)) throw err;
+    const why: string[] = [];
+    for (const u of (await unitsOf(paths, slot)).filter((u) => u.endsWith(".service"))) {
+      const p = await systemctl.show(u, ["ActiveState", "Result", "ExecMainCode", "ExecMainStatus"])
+        .catch(() => undefined);
+      if (p && p.Result && p.Result !== "success") {
+        why.push(`${u}: ${p.ActiveState} (Result=${p.Result}, exit status ${p.ExecMainStatus})`);
+      }
+    }
+    throw why.length
+      ? new UnitError("start", targetUnit(slot), `${err.detail}: ${why.join("; ")}`)
+      : err;
+  }
 }
 
 /** Stops the slot's target and then each of its services, so none outlives the stop. */

@@ -4,6 +4,7 @@ import {
   layOut,
   quoteExec,
   serviceUnit,
+  startSlot,
   stopSlot,
   targetText,
   targetUnit,
@@ -63,7 +64,7 @@ TimeoutStopSec=30
   }
 
   async start(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await this.#deps.systemctl.start(targetUnit(ref.slot), opts);
+    await startSlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
   }
 
   async stop(ref: SlotRef, opts: CallOptions = {}): Promise<void> {

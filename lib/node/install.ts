@@ -1,0 +1,31 @@
+import * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+
+/**
+ * Brings up a node's first stack: installs the bundle's `mode` directory,
+ * builds and starts slot `slot`, and records it in node.json. This is what
+ * provisioning does before any migration; the tests and the demo use it to
+ * have a node to migrate.
+ */
+export async function installNode(
+  o: {
+    paths: host.HostPaths;
+    systemctl: host.Systemctl;
+    mode: isolation.Mode;
+    slot: isolation.Slot;
+    node: string;
+    bundle: string;
+  },
+): Promise<void> {
+  const deps = { paths: o.paths, systemctl: o.systemctl };
+  await host.installBundle(`${o.bundle}/${o.mode}`, o.paths.bundle(o.mode));
+  const backend = isolation.backendFor(o.mode, deps);
+  const ref = await backend.prepare({
+    slot: o.slot,
+    node: o.node,
+    bundleDir: o.paths.bundle(o.mode),
+  });
+  await backend.start(ref);
+  await isolation.writeNodeConfig(o.paths.nodeConfig, { mode: o.mode, slot: o.slot, node: o.node });
+  if (await isolation.prepareHost(o.paths, o.mode)) await o.systemctl.daemonReload();
+}

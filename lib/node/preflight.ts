@@ -1,0 +1,74 @@
+import $ from "dax";
+import { dirname, join } from "node:path";
+import * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+
+/** A migration refused before anything changed: the node is as it was. */
+export class ErrPreflight extends Error {
+  override name = "ErrPreflight";
+}
+
+/** What preflight checks a migration against. */
+export interface PreflightInput {
+  readonly paths: host.HostPaths;
+  readonly from: isolation.Mode;
+  readonly to: isolation.Mode;
+  readonly sourceSlot: isolation.Slot;
+  /** Where the target's bundle is verified: the operator's --bundle DIR/<to>, or the installed copy. */
+  readonly bundleModeDir: string;
+  readonly nspawn?: string;
+}
+
+/**
+ * Checks the target's requirements before anything is mutated: the modes
+ * differ, the target backend can run here (systemd-nspawn for nspawn), the
+ * bundle verifies, the target slot is free, and the file system has room
+ * for the slot. Returns what it found, for `migrate plan`.
+ */
+export async function preflight(
+  input: PreflightInput,
+): Promise<{ bundleFiles: number; bundleBytes: number; freeBytes: number }> {
+  const { paths, from, to } = input;
+  if (from === to) throw new ErrPreflight(`The node already runs in ${to} mode`);
+  if (to === "nspawn") {
+    const nspawn = input.nspawn ?? "/usr/bin/systemd-nspawn";
+    if (!(await Deno.stat(nspawn).then(() => true, () => false))) {
+      throw new ErrPreflight(
+        `${nspawn} is missing: install the systemd-container package before migrating to nspawn mode`,
+      );
+    }
+  }
+  let bundle: { files: number; bytes: number };
+  try {
+    bundle = await host.verifyBundle(input.bundleModeDir);
+  } catch (err) {
+    throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
+  }
+  const target = isolation.otherSlot(input.sourceSlot);
+  const units = await isolation.unitsOf(paths, target);
+  const slotDir = paths.slot(target);
+  if (units.length > 0 || (await Deno.stat(slotDir).then(() => true, () => false))) {
+    throw new ErrPreflight(
+      `Target slot ${target} is not free (${units.length ? units.join(", ") : slotDir} exist): ` +
+        "a migration left it behind; check `stratum migrate status`",
+    );
+  }
+  // The slot and the installed bundle copy, with room to spare.
+  const freeBytes = await freeSpace(paths.slotsDir);
+  if (freeBytes < bundle.bytes * 2 + 16 * 1024 * 1024) {
+    throw new ErrPreflight(
+      `Not enough space for slot ${target}: ${freeBytes} bytes free under ${paths.slotsDir}, ` +
+        `${bundle.bytes * 2 + 16 * 1024 * 1024} needed`,
+    );
+  }
+  return { bundleFiles: bundle.files, bundleBytes: bundle.bytes, freeBytes };
+}
+
+/** Bytes available to root on the file system holding `path` (or its nearest existing parent). */
+export async function freeSpace(path: string): Promise<number> {
+  let p = path;
+  while (!(await Deno.stat(p).then(() => true, () => false)) && dirname(p) !== p) p = dirname(p);
+  const out = await $`df -P -B1 ${join(p, ".")}`.text();
+  const fields = out.trim().split("\n").pop()!.trim().split(/\s+/);
+  return Number(fields[3]);
+}

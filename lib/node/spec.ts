@@ -1,0 +1,136 @@
+import * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+import type * as migrate from "../migrate/mod.ts";
+import { preflight } from "./preflight.ts";
+
+/** What the real migration of this node needs. */
+export interface NodeSpecOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  readonly from: isolation.Mode;
+  readonly to: isolation.Mode;
+  readonly sourceSlot: isolation.Slot;
+  /** The node's name. */
+  readonly node: string;
+  /** The operator's bundle (a directory with one subdirectory per mode); unset: use the installed copy. */
+  readonly bundle?: string;
+  /** How long waitReady waits for the target to be healthy, in ms. */
+  readonly waitReadyMs: number;
+  /** Progress lines for the operator (stderr). */
+  readonly log?: (line: string) => void;
+}
+
+/**
+ * Every InPlaceSpec hook of the seed, wired to the real side effects on this
+ * node (except record, which the caller wires to the journal):
+ *
+ * - preflight: modes differ, nspawn present, bundle verifies, target slot free, disk space;
+ * - download: copies the bundle's target mode into /var/lib/stratum/bundles and verifies the copy;
+ * - snapshot/restore/discardConfig: the host config files both modes write;
+ * - cleanupNetwork: links, chains and pinned BPF objects the source left;
+ * - persistTarget/restoreSource: /etc/stratum/node.json, the source's copy kept until the end;
+ * - waitReady: the target's units active and its health endpoint answering, bounded;
+ * - removeSourceConfig: drops the source's saved node.json;
+ * - prepareHost: the target mode's firewall flush unit and apt pins.
+ */
+export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"> & {
+  readonly targetRoot: isolation.SlotRef;
+} {
+  const { paths, systemctl } = o;
+  const deps = { paths, systemctl };
+  const log = o.log ?? (() => {});
+  const target = isolation.otherSlot(o.sourceSlot);
+  const targetRoot: isolation.SlotRef = { mode: o.to, slot: target };
+  const installed = paths.bundle(o.to);
+  const snapshot = new host.ConfigSnapshot({
+    root: paths.root,
+    dir: paths.snapshotDir,
+    files: isolation.snapshotFiles(),
+  });
+  return {
+    source: isolation.backendFor(o.from, deps),
+    sourceRoot: { mode: o.from, slot: o.sourceSlot },
+    target: isolation.backendFor(o.to, deps),
+    targetSpec: { slot: target, node: o.node, bundleDir: installed },
+    targetRoot,
+    preflight: async () => {
+      await preflight({
+        paths,
+        from: o.from,
+        to: o.to,
+        sourceSlot: o.sourceSlot,
+        bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : installed,
+      });
+    },
+    download: async () => {
+      if (!o.bundle) return;
+      log(`download: copying ${o.bundle}/${o.to} to ${installed} and verifying it`);
+      await host.installBundle(`${o.bundle}/${o.to}`, installed);
+    },
+    snapshotConfig: () => snapshot.take(),
+    restoreConfig: () => snapshot.restore(),
+    discardConfig: () => snapshot.discard(),
+    cleanupNetwork: async () => {
+      const r = await host.cleanupNetwork({ root: paths.root });
+      const n = r.links.length + r.chains.length + r.tables.length + (r.bpf ? 1 : 0);
+      if (n > 0) log(`cleanup-network: removed ${n} leftovers of the source stack`);
+    },
+    persistTarget: async (t) => {
+      await isolation.saveNodeConfig(paths.nodeConfig, paths.nodeConfigSaved);
+      await isolation.writeNodeConfig(paths.nodeConfig, {
+        mode: t.mode,
+        slot: t.slot,
+        node: o.node,
+      });
+    },
+    restoreSource: () => isolation.restoreNodeConfig(paths.nodeConfig, paths.nodeConfigSaved),
+    waitReady: (signal) => waitReady({ ...o, target: targetRoot, signal, log }),
+    removeSourceConfig: () => host.removeFileDurable(paths.nodeConfigSaved),
+    prepareHost: async (signal) => {
+      await isolation.unprepareHost(paths, o.from);
+      if (await isolation.prepareHost(paths, o.to)) await systemctl.daemonReload({ signal });
+    },
+  };
+}
+
+/** The target stack did not become healthy in time. */
+export class ErrNotReady extends Error {
+  override name = "ErrNotReady";
+}
+
+/** Resolves once the target's units are active and its health URL answers 200. */
+export async function waitReady(
+  o: NodeSpecOptions & { target: isolation.SlotRef; signal: AbortSignal; log: (l: string) => void },
+): Promise<void> {
+  const stack = await isolation.readStack(o.paths.slot(o.target.slot));
+  const unit = isolation.targetUnit(o.target.slot);
+  const deadline = performance.now() + o.waitReadyMs;
+  let last = "";
+  let lastLog = 0;
+  for (;;) {
+    o.signal.throwIfAborted();
+    const active = await o.systemctl.isActive(unit);
+    let health = "no answer";
+    if (active) {
+      try {
+        const r = await fetch(stack.health.url, { signal: AbortSignal.timeout(2000) });
+        await r.body?.cancel();
+        if (r.ok) return;
+        health = `HTTP ${r.status}`;
+      } catch {
+        health = "no answer";
+      }
+    }
+    last = `${unit} ${active ? "active" : "not active"}, ${stack.health.url}: ${health}`;
+    if (performance.now() >= deadline) {
+      throw new ErrNotReady(
+        `Target not ready after ${Math.round(o.waitReadyMs / 1000)} s: ${last}`,
+      );
+    }
+    if (performance.now() - lastLog > 2000) {
+      o.log(`wait-ready: ${last}`);
+      lastLog = performance.now();
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}

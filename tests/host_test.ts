@@ -1,0 +1,176 @@
+// lib/host: the config snapshot, bundles and network cleanup. Snapshot and
+// bundle tests run on a scratch root; network cleanup runs inside the
+// systemd sandbox, whose network namespace is its own.
+import { join } from "node:path";
+import * as host from "../lib/host/mod.ts";
+import { assert, assertEquals, assertRejects } from "./support/assert.ts";
+import { makeBundle, writeManifest } from "./support/bundle.ts";
+import { repoRoot, Sandbox, sandboxUnavailable } from "./support/sandbox.ts";
+
+async function scratch(): Promise<string> {
+  return await Deno.makeTempDir({ prefix: "stratum-host-" });
+}
+
+async function state(root: string, files: string[]): Promise<Record<string, string | null>> {
+  const out: Record<string, string | null> = {};
+  for (const f of files) {
+    const p = join(root, f);
+    try {
+      const st = await Deno.stat(p);
+      out[f] = `${(st.mode! & 0o777).toString(8)} ${await Deno.readTextFile(p)}`;
+    } catch {
+      out[f] = null;
+    }
+  }
+  return out;
+}
+
+Deno.test("config snapshot restores exact bytes, modes and absence", async () => {
+  const root = await scratch();
+  const files = [
+    "/etc/sysctl.d/90-stratum.conf",
+    "/etc/containerd/config.toml",
+    "/var/lib/kubelet/config.yaml",
+  ];
+  await Deno.mkdir(join(root, "etc/sysctl.d"), { recursive: true });
+  await Deno.writeTextFile(join(root, files[0]!), "net.ipv4.ip_forward = 1\n");
+  await Deno.chmod(join(root, files[0]!), 0o640);
+  await Deno.mkdir(join(root, "etc/containerd"), { recursive: true });
+  await Deno.writeTextFile(join(root, files[1]!), "version = 2\n");
+  const snap = new host.ConfigSnapshot({
+    root,
+    dir: join(root, "var/lib/stratum/config-snapshot"),
+    files,
+  });
+  const before = await state(root, files);
+
+  await snap.take();
+  assert(await snap.exists());
+  // The target stack changes one, deletes one, creates one.
+  await Deno.writeTextFile(join(root, files[0]!), "changed\n");
+  await Deno.chmod(join(root, files[0]!), 0o600);
+  await Deno.remove(join(root, files[1]!));
+  await Deno.mkdir(join(root, "var/lib/kubelet"), { recursive: true });
+  await Deno.writeTextFile(join(root, files[2]!), "new\n");
+
+  await snap.restore();
+  assertEquals(await state(root, files), before);
+  await snap.restore(); // idempotent
+  assertEquals(await state(root, files), before);
+  await snap.discard();
+  assert(!(await snap.exists()));
+  await snap.discard(); // missing is fine
+  await snap.restore(); // no snapshot: nothing to do
+  assertEquals(await state(root, files), before);
+});
+
+Deno.test("config snapshot: take replaces an older snapshot whole", async () => {
+  const root = await scratch();
+  const f = "/etc/a.conf";
+  await Deno.mkdir(join(root, "etc"), { recursive: true });
+  const snap = new host.ConfigSnapshot({ root, dir: join(root, "snap"), files: [f] });
+  await Deno.writeTextFile(join(root, f), "one\n");
+  await snap.take();
+  await Deno.writeTextFile(join(root, f), "two\n");
+  await snap.take();
+  await Deno.writeTextFile(join(root, f), "three\n");
+  await snap.restore();
+  assertEquals(await Deno.readTextFile(join(root, f)), "two\n");
+});
+
+Deno.test("a bundle verifies, and installBundle copies it whole", async () => {
+  const dir = await makeBundle(await scratch());
+  const r = await host.verifyBundle(join(dir, "host"));
+  assert(r.files >= 3 && r.bytes > 0);
+  const dest = join(await scratch(), "bundles/host");
+  await host.installBundle(join(dir, "host"), dest);
+  assertEquals((await host.verifyBundle(dest)).files, r.files);
+});
+
+Deno.test("a tampered bundle is refused before anything changes, naming the file", async (t) => {
+  const cases: [string, (d: string) => Promise<void>, string][] = [
+    [
+      "altered",
+      (d) => Deno.writeTextFile(join(d, "stack/stack.py"), "print('evil')\n"),
+      "stack/stack.py",
+    ],
+    ["missing", (d) => Deno.remove(join(d, "stack.json")), "stack.json"],
+    [
+      "extra",
+      (d) => Deno.writeTextFile(join(d, "stack/extra.sh"), "#!/bin/sh\n"),
+      "stack/extra.sh",
+    ],
+    ["no manifest", (d) => Deno.remove(join(d, "SHA256SUMS")), "SHA256SUMS"],
+  ];
+  for (const [name, tamper, file] of cases) {
+    await t.step(name, async () => {
+      const dir = await makeBundle(await scratch());
+      const good = await makeBundle(await scratch());
+      const dest = join(await scratch(), "installed");
+      await host.installBundle(join(good, "host"), dest);
+      const before = await Deno.readTextFile(join(dest, "SHA256SUMS"));
+      await tamper(join(dir, "host"));
+      const err = await assertRejects(
+        () => host.installBundle(join(dir, "host"), dest),
+        (e) => e instanceof host.BundleError,
+      );
+      assert((err as Error).message.includes(file), (err as Error).message);
+      assertEquals(
+        await Deno.readTextFile(join(dest, "SHA256SUMS")),
+        before,
+        "the installed copy is untouched",
+      );
+    });
+  }
+});
+
+Deno.test("a bundle re-manifested after a change verifies again", async () => {
+  const dir = await makeBundle(await scratch());
+  await Deno.writeTextFile(join(dir, "host/stack/extra.txt"), "x");
+  await assertRejects(() => host.verifyBundle(join(dir, "host")));
+  await writeManifest(join(dir, "host"));
+  await host.verifyBundle(join(dir, "host"));
+});
+
+Deno.test({
+  name:
+    "network cleanup removes the links, chains, tables and BPF pins a source left, and nothing else",
+  ignore: sandboxUnavailable !== undefined,
+  async fn() {
+    await using sb = await Sandbox.start();
+    await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+    const root = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "netroot-" });
+    const r = await sb.deno(["run", "-A", "tests/support/sandbox/drive_network.ts", root]);
+    assertEquals(r.code, 0, r.stderr);
+    const o = JSON.parse(r.stdout);
+    for (
+      const l of ["stratum0", "stratum1", "lxc1234", "cilium_host", "cilium_net", "keep0", "keep1"]
+    ) {
+      assert(o.before.links.includes(l), `fixture link ${l} missing`);
+    }
+    assertEquals(o.after.links.filter((l: string) => /^(stratum|lxc|cilium_)/.test(l)), []);
+    assert(
+      o.after.links.includes("keep0") && o.after.links.includes("keep1"),
+      "other links are kept",
+    );
+    assert(!o.after.links.includes("keep-peer0"), "the peer of an lxc veth goes with it");
+    assert(
+      !o.after.filter.some((l: string) => l.includes("CILIUM_INPUT")),
+      o.after.filter.join("\n"),
+    );
+    assert(o.after.filter.includes("-N KEEP-CHAIN"), "other chains are kept");
+    assert(
+      o.after.filter.includes("-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT"),
+      "other rules are kept",
+    );
+    assert(!o.after.nat.some((l: string) => l.includes("STRATUM-POSTROUTING")));
+    assertEquals(o.after.tables.filter((t: string) => t.includes("stratum")), []);
+    assert(o.after.tables.includes("table inet keepme"));
+    assertEquals([o.after.bpf, o.after.otherBpf], [false, true]);
+    assertEquals(
+      o.second,
+      { links: [], chains: [], tables: [], bpf: false },
+      "a second run finds nothing",
+    );
+  },
+});

@@ -1,0 +1,47 @@
+// deno-lint-ignore-file no-console
+// Runs inside the systemd sandbox (its own network namespace): leaves what a
+// source stack would (veth links, iptables chains with jumps, an nft table,
+// pinned BPF objects) beside things that are not ours, runs cleanupNetwork
+// twice, and prints what was there before and after.
+import $ from "dax";
+import * as host from "../../../lib/host/mod.ts";
+
+const [root] = Deno.args;
+if (!root) throw new Error("usage: drive_network.ts ROOT");
+
+await $`ip link add stratum0 type veth peer name stratum1`;
+await $`ip link add lxc1234 type veth peer name keep-peer0`;
+await $`ip link add cilium_host type veth peer name cilium_net`;
+await $`ip link add keep0 type veth peer name keep1`;
+await $`iptables -w -N CILIUM_INPUT`;
+await $`iptables -w -A CILIUM_INPUT -j ACCEPT`;
+await $`iptables -w -A INPUT -m comment --comment ${"cilium: jump"} -j CILIUM_INPUT`;
+await $`iptables -w -A INPUT -p tcp --dport 22 -j ACCEPT`;
+await $`iptables -w -t nat -N STRATUM-POSTROUTING`;
+await $`iptables -w -t nat -A POSTROUTING -j STRATUM-POSTROUTING`;
+await $`iptables -w -N KEEP-CHAIN`;
+await $`nft add table inet stratum_lb`;
+await $`nft add table inet keepme`;
+await Deno.mkdir(`${root}/sys/fs/bpf/stratum/maps`, { recursive: true });
+await Deno.writeTextFile(`${root}/sys/fs/bpf/stratum/maps/lb4`, "pinned");
+await Deno.mkdir(`${root}/sys/fs/bpf/other`, { recursive: true });
+
+async function state() {
+  return {
+    links: (JSON.parse(await $`ip -j link show`.text()) as { ifname: string }[]).map((l) =>
+      l.ifname
+    )
+      .sort(),
+    filter: (await $`iptables -w -S`.text()).trim().split("\n"),
+    nat: (await $`iptables -w -t nat -S`.text()).trim().split("\n"),
+    tables: (await $`nft list tables`.text()).trim().split("\n").sort(),
+    bpf: await Deno.stat(`${root}/sys/fs/bpf/stratum`).then(() => true, () => false),
+    otherBpf: await Deno.stat(`${root}/sys/fs/bpf/other`).then(() => true, () => false),
+  };
+}
+
+const before = await state();
+const first = await host.cleanupNetwork({ root });
+const after = await state();
+const second = await host.cleanupNetwork({ root });
+console.log(JSON.stringify({ before, first, after, second }));

@@ -7,8 +7,9 @@ const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 
  * milliseconds, as kubectl's own flags take them. Zero and negative
  * durations, and anything else, are a UsageError naming the flag.
  */
-export function parseDuration(flag: string, text: string): number {
+export function parseDuration(flag: string, text: string, allowZero = false): number {
   const s = text.trim();
+  if (allowZero && s === "0") return 0;
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h)/y;
   let total = 0;
   let at = 0;
@@ -19,7 +20,7 @@ export function parseDuration(flag: string, text: string): number {
     total += Number(m[1]) * units[m[2]!]!;
     at = re.lastIndex;
   }
-  if (s === "" || at !== s.length || !(total > 0)) {
+  if (s === "" || at !== s.length || !(total > 0 || (allowZero && total === 0))) {
     throw new UsageError(
       `invalid ${flag} ${JSON.stringify(text)}: want a positive duration such as 30s, 5m or 1m30s`,
     );

@@ -16,3 +16,4 @@ export { type Context, type Group, jsonOption, run, version } from "./program.ts
 export { Output } from "./output.ts";
 export { type RolloutDeps, rolloutGroup } from "./rollout.ts";
 export { parseDuration } from "./duration.ts";
+export { type MigrateDeps, migrateGroup } from "./migrate.ts";

@@ -1,6 +1,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { messageOf } from "../errors/mod.ts";
-import { ExitUsage, UsageError } from "./exit.ts";
+import * as migrate from "../migrate/mod.ts";
+import { ExitAttention, ExitUsage, UsageError } from "./exit.ts";
 import { Output } from "./output.ts";
 
 /** The version `stratum --version` prints. */
@@ -30,6 +31,8 @@ export function jsonOption(): Option {
 export async function run(argv: string[], groups: Group[]): Promise<number> {
   const ctx: Context = { exitCode: 0, output: (o) => new Output(o.json === true) };
   const out = new Output(false);
+  // Flag errors happen before an action sees --json: look for it ourselves.
+  const json = new Output(argv.includes("--json"));
   const program = new Command("stratum")
     .description(
       "The Stratum node tool: restart Stratum's in-cluster workloads after a restore or CA " +
@@ -57,18 +60,42 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) {
       // --help and --version "fail" with exit code 0.
-      return err.exitCode === 0 ? 0 : ExitUsage;
+      if (err.exitCode === 0) return 0;
+      failure(
+        json,
+        "bad-input",
+        err.message.replace(/^error: /, ""),
+        "fix the command line; nothing was changed",
+      );
+      return ExitUsage;
     }
     if (err instanceof UsageError) {
       out.error(err.message);
+      failure(json, "bad-input", err.message, "fix the input; nothing was changed");
       return ExitUsage;
     }
+    if (migrate.is(err, migrate.ErrCorruptJournal)) {
+      out.error(messageOf(err));
+      failure(
+        json,
+        "journal-unreadable",
+        messageOf(err),
+        "needs attention: a migration may be under way; inspect the journal and the node (systemctl status 'stratum-*.target') before repairing or removing it by hand",
+      );
+      return ExitAttention;
+    }
     out.error(`unexpected error: ${messageOf(err)}`);
-    return 3;
+    failure(json, "error", messageOf(err), "needs attention: report this error");
+    return ExitAttention;
   }
   return ctx.exitCode;
 }
 
 function allCommands(c: Command): Command[] {
   return c.commands.flatMap((sub) => [sub, ...allCommands(sub)]);
+}
+
+/** With --json, the document for a command that failed before producing one. */
+function failure(out: Output, outcome: string, message: string, nextAction: string): void {
+  if (out.json) out.result({ outcome, message, nextAction }, () => []);
 }

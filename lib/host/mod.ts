@@ -32,3 +32,11 @@ export {
   linkPattern,
   tablePattern,
 } from "./network_cleanup.ts";
+export {
+  type AcquireOptions,
+  bootId,
+  ErrBusy,
+  type LockHolder,
+  MigrationLock,
+  readHolder,
+} from "./lock.ts";

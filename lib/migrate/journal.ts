@@ -59,7 +59,8 @@ export function decodeJournal(text: string): Journal {
   try {
     raw = JSON.parse(text);
   } catch (err) {
-    throw new Error(`not JSON (${err instanceof Error ? err.message : err})`);
+    const why = (err instanceof Error ? err.message : String(err)).replace(/\s+/g, " ");
+    throw new Error(`not JSON (${why})`);
   }
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
     throw new Error("not a JSON object");

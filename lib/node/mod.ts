@@ -21,3 +21,6 @@
 export { ErrPreflight, freeSpace, preflight, type PreflightInput } from "./preflight.ts";
 export { ErrNotReady, nodeSpec, type NodeSpecOptions, waitReady } from "./spec.ts";
 export { installNode } from "./install.ts";
+export { plan, type PlannedStep } from "./plan.ts";
+export { withFailpoint } from "./failpoint.ts";
+export { installResumeUnit, resumeUnit, resumeUnitText } from "./resume_unit.ts";

@@ -91,14 +91,29 @@ export class Sandbox implements AsyncDisposable {
     argv: string[],
     opts: { env?: Record<string, string>; cwd?: string } = {},
   ): Promise<ExecResult> {
-    const r = await $`nsenter -t ${this.pid} -m -p -n -u -i ${
-      opts.cwd ? ["--wd=" + opts.cwd] : []
-    } -- env ${Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`)} ${argv}`
-      .noThrow()
-      .stdin("null")
-      .stdout("piped")
-      .stderr("piped");
-    return { code: r.code, stdout: r.stdout, stderr: r.stderr };
+    // Deno.Command, not dax: dax reports a process killed by a signal as exit
+    // code 0, and crash tests need to see the 137 of a SIGKILL.
+    const r = await new Deno.Command("nsenter", {
+      args: [
+        "-t",
+        String(this.pid),
+        "-m",
+        "-p",
+        "-n",
+        "-u",
+        "-i",
+        ...(opts.cwd ? ["--wd=" + opts.cwd] : []),
+        "--",
+        "env",
+        ...Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`),
+        ...argv,
+      ],
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const text = new TextDecoder();
+    return { code: r.code, stdout: text.decode(r.stdout), stderr: text.decode(r.stderr) };
   }
 
   /** Runs a shell script inside; fails the test on a non-zero exit. */

@@ -1,0 +1,507 @@
+import { type Command, Option } from "commander";
+import { messageOf } from "../errors/mod.ts";
+import * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+import * as node from "../node/mod.ts";
+import { parseDuration } from "./duration.ts";
+import { ExitAttention, ExitBusy, ExitOK, ExitUsage, UsageError } from "./exit.ts";
+import { journalDoc, type Outcome, outcomeOf } from "./migrate_report.ts";
+import type { Output } from "./output.ts";
+import { type Context, jsonOption } from "./program.ts";
+
+/** What the migrate commands need from outside; main.ts builds the real ones. */
+export interface MigrateDeps {
+  readonly systemctl: () => host.Systemctl;
+  /** STRATUM_FAILPOINT, a test aid (see lib/node/failpoint.ts). */
+  readonly failpoint: string | undefined;
+  /** Kills this process at once (the failpoint's crash). */
+  readonly killSelf: () => void;
+  /** How systemd runs this tool, for the boot-time resume unit's ExecStart. */
+  readonly selfCommand: readonly string[];
+  /** Aborted on SIGINT/SIGTERM: the forward path stops and rolls back. */
+  readonly interrupted: AbortSignal;
+}
+
+interface Common {
+  root: string;
+  json?: boolean;
+}
+
+/** `stratum migrate plan|run|resume|status|ack`. */
+export function migrateGroup(deps: MigrateDeps) {
+  return (program: Command, ctx: Context): void => {
+    const group = program.command("migrate").description(
+      "move this node between isolation modes (host, nspawn) through blue/green slots, with a write-ahead journal and automatic rollback",
+    ).addHelpText(
+      "after",
+      "\nA typical migration:\n" +
+        "  stratum migrate plan --to nspawn --bundle /srv/stratum-bundle   # changes nothing\n" +
+        "  stratum migrate run  --to nspawn --bundle /srv/stratum-bundle\n" +
+        "  stratum migrate status\n" +
+        "  stratum migrate ack                                             # once reported\n" +
+        "After a crash or power loss, `stratum migrate resume` (run at boot by\n" +
+        "stratum-migrate-resume.service) finishes or rolls back. See docs/migration.md.",
+    );
+
+    common(group.command("plan"))
+      .description(
+        "check the target's requirements and the bundle, and print each step, what it changes and how it is undone; changes nothing",
+      )
+      .addOption(toOption())
+      .addOption(strategyOption())
+      .option(
+        "--bundle <dir>",
+        "bundle directory with one subdirectory per mode (default: the installed copy)",
+      )
+      .addOption(
+        new Option("--wait-ready <duration>", "how long the target may take to become healthy")
+          .default("2m"),
+      )
+      .action(
+        async (
+          opts: Common & { to: string; strategy: string; bundle?: string; waitReady: string },
+        ) => {
+          const out = ctx.output(opts);
+          const to = checkMode(opts.to);
+          checkStrategy(opts.strategy);
+          const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
+          const paths = await rootPaths(opts.root);
+          const store = new migrate.JournalStore(paths.journal);
+          const j = await loadJournal(store);
+          const current = await appliedNode(paths);
+          const steps = node.plan({
+            paths,
+            from: current.mode,
+            to,
+            sourceSlot: current.slot,
+            ...(opts.bundle ? { bundle: opts.bundle } : {}),
+            waitReadyMs,
+          });
+          let refused: string | undefined = j
+            ? `A migration journal exists (step ${j.step}): ${nextFor(j)}`
+            : undefined;
+          let checked: Awaited<ReturnType<typeof node.preflight>> | undefined;
+          if (!refused) {
+            try {
+              checked = await node.preflight({
+                paths,
+                from: current.mode,
+                to,
+                sourceSlot: current.slot,
+                bundleModeDir: opts.bundle ? `${opts.bundle}/${to}` : paths.bundle(to),
+              });
+            } catch (err) {
+              refused = messageOf(err);
+            }
+          }
+          out.result(
+            {
+              outcome: refused ? "refused" : "planned",
+              from: current.mode,
+              to,
+              strategy: "in-place",
+              sourceSlot: current.slot,
+              targetSlot: isolation.otherSlot(current.slot),
+              preflight: refused ? { ok: false, message: refused } : { ok: true, ...checked },
+              steps,
+              nextAction: refused
+                ? "fix what the message names; nothing was changed"
+                : "stratum migrate run with the same flags",
+            },
+            () => [
+              `Migration of this node from ${current.mode} (slot ${current.slot}) to ${to} (slot ${
+                isolation.otherSlot(current.slot)
+              }), in place:`,
+              ...steps.flatMap((s, i) => [
+                `${String(i + 1).padStart(2)}. ${s.step}: ${s.does}`,
+                `      changes: ${s.changes}`,
+                `      undone by: ${s.undo}`,
+              ]),
+              "",
+              refused
+                ? `Refused: ${refused}`
+                : `Preflight passed: bundle of ${checked!.bundleFiles} files verified, ${
+                  Math.round(checked!.freeBytes / 1048576)
+                } MiB free. Nothing was changed.`,
+            ],
+          );
+          ctx.exitCode = refused ? ExitUsage : ExitOK;
+        },
+      );
+
+    common(group.command("run"))
+      .description("migrate this node to another isolation mode")
+      .addOption(toOption())
+      .addOption(strategyOption())
+      .option(
+        "--bundle <dir>",
+        "bundle directory with one subdirectory per mode (default: the installed copy)",
+      )
+      .addOption(waitLockOption())
+      .addOption(
+        new Option("--wait-ready <duration>", "how long the target may take to become healthy")
+          .default("2m"),
+      )
+      .action(async (
+        opts: Common & {
+          to: string;
+          strategy: string;
+          bundle?: string;
+          waitLock: string;
+          waitReady: string;
+        },
+      ) => {
+        const out = ctx.output(opts);
+        const to = checkMode(opts.to);
+        checkStrategy(opts.strategy);
+        const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
+        const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
+        if (opts.bundle !== undefined && !(await isDir(opts.bundle))) {
+          throw new UsageError(`--bundle ${opts.bundle} is not a directory`);
+        }
+        const paths = await rootPaths(opts.root);
+        ctx.exitCode = await locked(
+          paths,
+          out,
+          `stratum migrate run --to ${to}`,
+          waitLockMs,
+          async () => {
+            const store = new migrate.JournalStore(paths.journal);
+            const existing = await loadJournal(store);
+            if (existing) {
+              throw new UsageError(
+                `A migration journal exists (step ${existing.step}): ${nextFor(existing)}`,
+              );
+            }
+            const current = await appliedNode(paths);
+            if (current.mode === to) throw new UsageError(`This node already runs in ${to} mode`);
+            const systemctl = deps.systemctl();
+            const spec = node.nodeSpec({
+              paths,
+              systemctl,
+              from: current.mode,
+              to,
+              sourceSlot: current.slot,
+              node: current.node,
+              ...(opts.bundle ? { bundle: opts.bundle } : {}),
+              waitReadyMs,
+              log: (l) => out.log(l),
+            });
+            // Refuse before the first change: the resume unit is installed only
+            // for a migration that passed preflight.
+            try {
+              await spec.preflight!(spec.target, deps.interrupted);
+            } catch (err) {
+              const failed = new migrate.ActionError("preflight", undefined, err);
+              return report(out, "run", outcomeOf(undefined, failed), undefined);
+            }
+            if (await node.installResumeUnit(paths, deps.selfCommand) && paths.root === "/") {
+              await systemctl.daemonReload();
+            }
+            const record = node.withFailpoint(
+              migrate.recorder(store, {
+                strategy: "in-place",
+                from: current.mode,
+                to,
+                sourceSlot: current.slot,
+                targetSlot: isolation.otherSlot(current.slot),
+              }),
+              deps.failpoint,
+              deps.killSelf,
+            );
+            out.log(`migrating from ${current.mode} (slot ${current.slot}) to ${to}`);
+            const result = await migrate.runInPlace({ ...spec, record }, {
+              signal: deps.interrupted,
+            });
+            const journal = await store.load().catch(() => undefined);
+            return report(out, "run", outcomeOf(journal, result.error), journal);
+          },
+        );
+      });
+
+    common(group.command("resume"))
+      .description(
+        "finish or roll back a migration a crash interrupted; with no journal, do nothing (safe at every boot)",
+      )
+      .addOption(waitLockOption())
+      .addOption(
+        new Option("--wait-ready <duration>", "how long the target may take to become healthy")
+          .default("2m"),
+      )
+      .action(async (opts: Common & { waitLock: string; waitReady: string }) => {
+        const out = ctx.output(opts);
+        const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
+        const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
+        const paths = await rootPaths(opts.root);
+        ctx.exitCode = await locked(paths, out, "stratum migrate resume", waitLockMs, async () => {
+          const store = new migrate.JournalStore(paths.journal);
+          const j = await loadJournal(store);
+          if (!j) return report(out, "resume", outcomeOf(undefined, undefined), undefined);
+          if (migrate.isTerminal(j.step)) {
+            // Nothing to do; a failed migration still needs a person.
+            const o = outcomeOf(j, undefined);
+            return report(out, "resume", {
+              ...o,
+              outcome: o.outcome === "failed" ? "failed" : "nothing-to-do",
+              exitCode: o.outcome === "failed" ? ExitAttention : ExitOK,
+            }, j);
+          }
+          if (!isolation.isSlot(j.sourceSlot) || !isolation.isSlot(j.targetSlot)) {
+            throw new migrate.ErrCorruptJournal(
+              store.path,
+              "an in-place journal without its slots",
+            );
+          }
+          const spec = node.nodeSpec({
+            paths,
+            systemctl: deps.systemctl(),
+            from: j.from,
+            to: j.to,
+            sourceSlot: j.sourceSlot,
+            node: (await isolation.readNodeConfig(paths.nodeConfig).catch(() => undefined))?.node ??
+              "node",
+            waitReadyMs,
+            log: (l) => out.log(l),
+          });
+          out.log(`resuming the ${j.from} → ${j.to} migration recorded at step ${j.step}`);
+          const r = await migrate.resume(store, spec, { signal: deps.interrupted });
+          return report(out, "resume", outcomeOf(r.journal, r.error), r.journal);
+        });
+      });
+
+    common(group.command("status"))
+      .description("show the migration journal and the node's applied mode")
+      .action(async (opts: Common) => {
+        const out = ctx.output(opts);
+        const paths = await rootPaths(opts.root);
+        const store = new migrate.JournalStore(paths.journal);
+        const j = await loadJournal(store);
+        const applied = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {
+          throw new UsageError(messageOf(e));
+        });
+        const o = j ? outcomeOf(j, undefined) : undefined;
+        const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
+        const next = !j
+          ? "none"
+          : migrate.isTerminal(j.step)
+          ? o!.nextAction
+          : "run `stratum migrate resume`";
+        out.result(
+          {
+            outcome: state,
+            applied: applied ?? null,
+            journal: journalDoc(j),
+            message: j?.message ?? null,
+            nextAction: next,
+          },
+          () => [
+            `applied: ${
+              applied
+                ? `${applied.mode} mode, slot ${applied.slot}, node ${applied.node}`
+                : "none (no node.json)"
+            }`,
+            j
+              ? `migration: ${j.from} → ${j.to}, step ${j.step} (${state}), started ${j.startedAt.toISOString()}, updated ${j.updatedAt.toISOString()}${
+                j.attempts ? `, ${j.attempts} resume attempts` : ""
+              }`
+              : "migration: none recorded",
+            ...(j?.message ? [`message: ${j.message}`] : []),
+            `next: ${next}`,
+          ],
+        );
+        ctx.exitCode = ExitOK;
+      });
+
+    common(group.command("ack"))
+      .description(
+        "remove a finished journal (complete, rolled-back, failed) once its outcome was reported",
+      )
+      .addOption(waitLockOption())
+      .action(async (opts: Common & { waitLock: string }) => {
+        const out = ctx.output(opts);
+        const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
+        const paths = await rootPaths(opts.root);
+        ctx.exitCode = await locked(paths, out, "stratum migrate ack", waitLockMs, async () => {
+          const store = new migrate.JournalStore(paths.journal);
+          const j = await loadJournal(store);
+          if (!j) {
+            out.result(
+              { outcome: "nothing-to-do", nextAction: "none" },
+              () => ["No migration journal: nothing to acknowledge"],
+            );
+            return ExitOK;
+          }
+          if (!migrate.isTerminal(j.step)) {
+            throw new UsageError(
+              `The migration is still in progress (step ${j.step}): run \`stratum migrate resume\` first`,
+            );
+          }
+          await store.remove();
+          await host.removeFileDurable(paths.nodeConfigSaved).catch(() => {});
+          out.result(
+            { outcome: "acknowledged", journal: journalDoc(j), nextAction: "none" },
+            () => [
+              `Acknowledged the ${j.from} → ${j.to} migration that ended ${j.step}; journal removed`,
+            ],
+          );
+          return ExitOK;
+        });
+      });
+  };
+}
+
+function common(c: Command): Command {
+  return c.option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
+    .addOption(jsonOption());
+}
+
+function toOption(): Option {
+  return new Option("--to <mode>", `target isolation mode (${isolation.modes.join(", ")})`)
+    .makeOptionMandatory();
+}
+
+function strategyOption(): Option {
+  return new Option("--strategy <strategy>", "in-place (blue/green slots) or reprovision").default(
+    "in-place",
+  );
+}
+
+function waitLockOption(): Option {
+  return new Option(
+    "--wait-lock <duration>",
+    "wait this long for another migration's lock (default: fail at once, exit 75)",
+  )
+    .default("0s");
+}
+
+function checkMode(s: string): isolation.Mode {
+  if (!isolation.isMode(s)) {
+    throw new UsageError(`unknown mode ${JSON.stringify(s)}: want ${isolation.modes.join(" or ")}`);
+  }
+  return s;
+}
+
+function checkStrategy(s: string): void {
+  if (!migrate.isStrategy(s)) {
+    throw new UsageError(
+      `unknown strategy ${JSON.stringify(s)}: want ${migrate.strategies.join(" or ")}`,
+    );
+  }
+  if (s === migrate.StrategyReprovision) {
+    throw new UsageError(
+      "the reprovision strategy needs the cluster's handoff command, which this build does not have: use --strategy in-place",
+    );
+  }
+}
+
+async function isDir(p: string): Promise<boolean> {
+  return await Deno.stat(p).then((s) => s.isDirectory, () => false);
+}
+
+async function rootPaths(root: string): Promise<host.HostPaths> {
+  if (!(await isDir(root))) throw new UsageError(`--root ${root} is not a directory`);
+  return host.hostPaths(root);
+}
+
+/** The journal, undefined when there is none. An unreadable one is exit 3, never "none". */
+async function loadJournal(store: migrate.JournalStore): Promise<migrate.Journal | undefined> {
+  try {
+    return await store.load();
+  } catch (err) {
+    if (migrate.is(err, migrate.ErrNoJournal)) return undefined;
+    throw err;
+  }
+}
+
+async function appliedNode(paths: host.HostPaths): Promise<isolation.NodeConfig> {
+  let cfg: isolation.NodeConfig | undefined;
+  try {
+    cfg = await isolation.readNodeConfig(paths.nodeConfig);
+  } catch (err) {
+    throw new UsageError(messageOf(err));
+  }
+  if (!cfg) {
+    throw new UsageError(
+      `${paths.nodeConfig} does not exist: this node runs no stratum stack to migrate`,
+    );
+  }
+  return cfg;
+}
+
+function nextFor(j: migrate.Journal): string {
+  return migrate.isTerminal(j.step)
+    ? "report it with `stratum migrate status`, then `stratum migrate ack`"
+    : "run `stratum migrate resume`";
+}
+
+/** Runs `fn` under the migration lock; busy is exit 75 with the holder named. */
+async function locked(
+  paths: host.HostPaths,
+  out: Output,
+  command: string,
+  waitMs: number,
+  fn: () => Promise<number>,
+): Promise<number> {
+  let lock: host.MigrationLock;
+  try {
+    lock = await host.MigrationLock.acquire(paths.lock, {
+      command,
+      waitMs,
+      onWait: (h) =>
+        out.log(
+          `waiting up to ${waitMs / 1000} s for the migration lock${
+            h ? ` held by pid ${h.pid} (${h.command})` : ""
+          }`,
+        ),
+    });
+  } catch (err) {
+    if (err instanceof host.ErrBusy) {
+      out.result(
+        {
+          outcome: "busy",
+          holder: err.holder ?? null,
+          message: err.message,
+          nextAction: "try again when it has finished, or pass --wait-lock",
+        },
+        () => [],
+      );
+      out.error(err.message);
+      return ExitBusy;
+    }
+    throw err;
+  }
+  try {
+    return await fn();
+  } finally {
+    await lock.release();
+  }
+}
+
+function report(
+  out: Output,
+  command: string,
+  o: Outcome,
+  journal: migrate.Journal | undefined,
+): number {
+  if (o.exitCode !== ExitOK) {
+    out.error(`migrate ${command}: ${o.outcome}${o.message ? `: ${o.message}` : ""}`);
+  }
+  out.result(
+    { command, ...o, journal: journalDoc(journal) },
+    () => [
+      `${command}: ${o.outcome}`,
+      ...(o.failedStep
+        ? [
+          `failed at: ${o.failedStep.action}${
+            o.failedStep.step ? ` (journal step ${o.failedStep.step})` : ""
+          }`,
+        ]
+        : []),
+      ...(o.rollback !== "not-needed" ? [`rollback: ${o.rollback}`] : []),
+      ...(o.message ? [`message: ${o.message}`] : []),
+      `next: ${o.nextAction}`,
+    ],
+  );
+  return o.exitCode;
+}

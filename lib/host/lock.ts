@@ -1,0 +1,115 @@
+import $ from "dax";
+import { dirname } from "node:path";
+import { ensureDir } from "./durable_file.ts";
+
+/** Who holds the migration lock, as written in the lock file. */
+export interface LockHolder {
+  readonly pid: number;
+  readonly bootId: string;
+  readonly command: string;
+  readonly startedAt: string;
+}
+
+/** Another process holds the lock. Nothing was changed. */
+export class ErrBusy extends Error {
+  override name = "ErrBusy";
+  readonly holder: LockHolder | undefined;
+  constructor(path: string, holder: LockHolder | undefined) {
+    super(
+      holder
+        ? `Another migration holds ${path}: pid ${holder.pid} (boot ${
+          holder.bootId.slice(0, 8)
+        }, since ${holder.startedAt}) running "${holder.command}"`
+        : `Another process holds ${path}`,
+    );
+    this.holder = holder;
+  }
+}
+
+/** Options for {@linkcode MigrationLock.acquire}. */
+export interface AcquireOptions {
+  /** Recorded for whoever finds the lock taken. */
+  readonly command: string;
+  /** How long to wait for a busy lock, in ms. 0: fail at once. */
+  readonly waitMs?: number;
+  /** Called once when the lock is busy and we start waiting. */
+  readonly onWait?: (holder: LockHolder | undefined) => void;
+  /** Called when the lock file names a holder that is gone (dead, or an earlier boot). */
+  readonly onTakeover?: (previous: LockHolder) => void;
+}
+
+/**
+ * The migration lock: an flock(2) on a file that also records its holder
+ * (pid, boot id, command, start time). The kernel drops an flock when its
+ * holder dies, so a lock left by a dead process or an earlier boot is free
+ * and is simply taken; its stale record is replaced. The file is never
+ * unlinked, since unlinking a locked file lets a waiter lock an orphaned
+ * inode while a newcomer locks a new one.
+ */
+export class MigrationLock {
+  readonly #file: Deno.FsFile;
+  readonly path: string;
+
+  private constructor(file: Deno.FsFile, path: string) {
+    this.#file = file;
+    this.path = path;
+  }
+
+  static async acquire(path: string, opts: AcquireOptions): Promise<MigrationLock> {
+    await ensureDir(dirname(path));
+    const file = await Deno.open(path, { read: true, write: true, create: true, mode: 0o644 });
+    const deadline = performance.now() + (opts.waitMs ?? 0);
+    let waiting = false;
+    try {
+      for (;;) {
+        if (await file.tryLock(true)) break;
+        const holder = await readHolder(path);
+        if (performance.now() >= deadline) throw new ErrBusy(path, holder);
+        if (!waiting) opts.onWait?.(holder);
+        waiting = true;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      const previous = await readHolder(path);
+      if (previous && opts.onTakeover) opts.onTakeover(previous);
+      const me: LockHolder = {
+        pid: Deno.pid,
+        bootId: await bootId(),
+        command: opts.command,
+        startedAt: new Date().toISOString(),
+      };
+      await file.truncate(0);
+      await file.seek(0, Deno.SeekMode.Start);
+      await file.write(new TextEncoder().encode(JSON.stringify(me) + "\n"));
+      await file.sync();
+      return new MigrationLock(file, path);
+    } catch (err) {
+      file.close();
+      throw err;
+    }
+  }
+
+  /** Clears the holder record and releases the lock. */
+  async release(): Promise<void> {
+    try {
+      await this.#file.truncate(0);
+      await this.#file.unlock();
+    } finally {
+      this.#file.close();
+    }
+  }
+}
+
+/** The holder the lock file records, if it parses. */
+export async function readHolder(path: string): Promise<LockHolder | undefined> {
+  try {
+    const o = JSON.parse(await Deno.readTextFile(path));
+    return typeof o.pid === "number" ? o : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This boot's id, which tells a lock record from an earlier boot. */
+export async function bootId(): Promise<string> {
+  return (await $`cat /proc/sys/kernel/random/boot_id`.noThrow().text()).trim() || "unknown";
+}

@@ -1,0 +1,35 @@
+import type * as migrate from "../migrate/mod.ts";
+
+/**
+ * A test aid, like etcd's gofail: `STRATUM_FAILPOINT` makes the Record hook
+ * misbehave at a named step, so end-to-end tests can crash the real process
+ * at every step. Read by the Record hook alone; unset in production.
+ *
+ * - `kill-after-record:STEP` — the process SIGKILLs itself right after STEP
+ *   is durably written to the journal;
+ * - `fail-record:STEP` — writing STEP fails, as a full disk would.
+ */
+export function withFailpoint(
+  record: NonNullable<migrate.InPlaceSpec["record"]>,
+  failpoint: string | undefined,
+  kill: () => void,
+): NonNullable<migrate.InPlaceSpec["record"]> {
+  if (!failpoint) return record;
+  const m = /^(kill-after-record|fail-record):([a-z-]+)$/.exec(failpoint);
+  if (!m) {
+    throw new Error(
+      `STRATUM_FAILPOINT ${
+        JSON.stringify(failpoint)
+      } is not kill-after-record:STEP or fail-record:STEP`,
+    );
+  }
+  const [, kind, at] = m;
+  return async (step, opts) => {
+    if (kind === "fail-record" && step === at) throw new Error(`failpoint: writing ${step} fails`);
+    await record(step, opts);
+    if (kind === "kill-after-record" && step === at) {
+      kill();
+      await new Promise(() => {}); // the kill is asynchronous; never go on
+    }
+  };
+}

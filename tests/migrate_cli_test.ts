@@ -1,0 +1,400 @@
+// deno-lint-ignore-file no-console no-explicit-any
+// `stratum migrate` end to end: the real CLI (`deno run main.ts`) inside the
+// systemd sandbox, driving real units, with crashes by SIGKILL.
+//
+// THE invariant, checked after every command that ends a migration: exactly
+// one slot's stack runs and answers its health check, and either the journal
+// says complete (the target runs, the source's units and slot are gone,
+// node.json names the target) or rolled-back (the source runs, the target's
+// units and slot are gone, node.json names the source) — or it says failed
+// and the command exited 3.
+
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { type Behavior, makeBundle } from "./support/bundle.ts";
+import { nspawnUnavailable, repoRoot, Sandbox } from "./support/sandbox.ts";
+
+if (nspawnUnavailable) console.error(`migrate CLI tests are skipped: ${nspawnUnavailable}`);
+const ignore = nspawnUnavailable !== undefined;
+type Mode = "host" | "nspawn";
+
+async function bundle(behavior?: Partial<Record<Mode, Behavior>>): Promise<string> {
+  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+  const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+  return await makeBundle(dir, behavior ? { behavior } : {});
+}
+
+class Node implements AsyncDisposable {
+  private constructor(
+    readonly sb: Sandbox,
+    readonly bundle: string,
+    readonly from: Mode,
+    readonly to: Mode,
+  ) {}
+
+  static async boot(from: Mode, behavior?: Partial<Record<Mode, Behavior>>): Promise<Node> {
+    const sb = await Sandbox.start();
+    const b = await bundle(behavior);
+    const r = await sb.deno(["run", "-A", "tests/support/sandbox/install_node.ts", from, b]);
+    if (r.code !== 0) {
+      await sb[Symbol.asyncDispose]();
+      throw new Error(`install failed: ${r.stderr}`);
+    }
+    return new Node(sb, b, from, from === "host" ? "nspawn" : "host");
+  }
+
+  async stratum(args: string[], env: Record<string, string> = {}) {
+    const r = await this.sb.deno(["run", "-A", "main.ts", ...args], env);
+    let doc: any = undefined;
+    try {
+      doc = JSON.parse(r.stdout);
+    } catch { /* not --json */ }
+    return { ...r, doc };
+  }
+
+  async state(): Promise<any> {
+    const r = await this.sb.deno(["run", "-A", "tests/support/sandbox/inspect.ts"]);
+    assertEquals(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout);
+  }
+
+  /** Checks the invariant; returns the journal's step. */
+  async assertInvariant(label: string): Promise<string> {
+    const s = await this.state();
+    const step = s.journal?.step;
+    if (step === "failed") return step;
+    assertEquals(
+      s.active.a !== s.active.b,
+      true,
+      `${label}: exactly one stack runs: ${JSON.stringify(s.active)}`,
+    );
+    if (step === "complete") {
+      assertEquals(s.active, { a: false, b: true }, label);
+      assertEquals(s.health, `200 ok ${this.to} node-1`, label);
+      assertEquals([s.units.a, s.slots.a], [[], false], `${label}: the source is gone`);
+      assertEquals([s.node.mode, s.node.slot], [this.to, "b"], label);
+    } else if (step === "rolled-back") {
+      assertEquals(s.active, { a: true, b: false }, label);
+      assertEquals(s.health, `200 ok ${this.from} node-1`, label);
+      assertEquals([s.units.b, s.slots.b], [[], false], `${label}: the target is gone`);
+      assertEquals([s.node.mode, s.node.slot], [this.from, "a"], label);
+    } else {
+      throw new Error(`${label}: journal left at ${JSON.stringify(s.journal)}`);
+    }
+    return step;
+  }
+
+  async [Symbol.asyncDispose]() {
+    await this.sb[Symbol.asyncDispose]();
+  }
+}
+
+for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
+  Deno.test({
+    name: `migrate run ${from} → ${to} completes; status reports it; ack removes the journal`,
+    ignore,
+    async fn() {
+      await using n = await Node.boot(from);
+      const r = await n.stratum(["migrate", "run", "--to", to, "--bundle", n.bundle, "--json"]);
+      assertEquals(r.code, 0, r.stderr);
+      assertEquals([r.doc.outcome, r.doc.rollback, r.doc.failedStep], [
+        "complete",
+        "not-needed",
+        null,
+      ]);
+      assertEquals(await n.assertInvariant("after run"), "complete");
+      const st = await n.stratum(["migrate", "status", "--json"]);
+      assertEquals([st.code, st.doc.outcome, st.doc.applied.mode, st.doc.journal.step], [
+        0,
+        "complete",
+        to,
+        "complete",
+      ]);
+      const resume = await n.stratum(["migrate", "resume", "--json"]);
+      assertEquals([resume.code, resume.doc.outcome], [0, "nothing-to-do"]);
+      const ack = await n.stratum(["migrate", "ack", "--json"]);
+      assertEquals([ack.code, ack.doc.outcome], [0, "acknowledged"]);
+      assertEquals((await n.state()).journal, null);
+      const s = await n.state();
+      assert(
+        s.files["/etc/systemd/system/stratum-migrate-resume.service"],
+        "the boot-time resume unit is installed",
+      );
+      assert(
+        s.files[`/etc/apt/preferences.d/stratum-${to}.pref`],
+        "host prepared for the target mode",
+      );
+    },
+  });
+}
+
+// Every step, both directions: SIGKILL right after the step's journal write,
+// then resume twice; the second resume must change nothing.
+const steps = [
+  "preparing",
+  "stopping-source",
+  "starting-target",
+  "persisting",
+  "awaiting-ready",
+  "ready",
+  "complete",
+];
+for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
+  Deno.test({
+    name: `SIGKILL after each step's journal write, then resume: one stack runs (${from} → ${to})`,
+    ignore,
+    async fn(t) {
+      for (const step of steps) {
+        await t.step(step, async () => {
+          await using n = await Node.boot(from);
+          const r = await n.stratum(["migrate", "run", "--to", to, "--bundle", n.bundle], {
+            STRATUM_FAILPOINT: `kill-after-record:${step}`,
+          });
+          assertEquals(r.code, 137, `killed by SIGKILL: ${r.stderr}`);
+          assertEquals(
+            (await n.state()).journal.step,
+            step,
+            "the journal says what may have happened",
+          );
+          const first = await n.stratum(["migrate", "resume", "--json"]);
+          const finishes = steps.indexOf(step) >= steps.indexOf("awaiting-ready");
+          const outcome = await n.assertInvariant(`resume after a kill at ${step}`);
+          assertEquals(outcome, finishes ? "complete" : "rolled-back");
+          assertEquals(first.code, step === "complete" ? 0 : finishes ? 0 : 1, first.stderr);
+          const before = await n.state();
+          const second = await n.stratum(["migrate", "resume", "--json"]);
+          assertEquals([second.code, second.doc.outcome], [0, "nothing-to-do"]);
+          assertEquals(await n.state(), before, "a second resume changes nothing");
+        });
+      }
+    },
+  });
+}
+
+Deno.test({
+  name: "SIGKILL at random instants of a run, then resume: one stack runs",
+  ignore,
+  async fn(t) {
+    const seed = Number(Deno.env.get("STRATUM_TEST_SEED") ?? Date.now() % 100000);
+    console.log(`random kill instants seeded with STRATUM_TEST_SEED=${seed}`);
+    let x = seed;
+    const rand = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+    for (let i = 0; i < 4; i++) {
+      const delay = Math.round(300 + rand() * 2200);
+      await t.step(`kill after ${delay} ms`, async () => {
+        await using n = await Node.boot(i % 2 === 0 ? "host" : "nspawn");
+        const child = n.sb.spawnDeno([
+          "run",
+          "-A",
+          "main.ts",
+          "migrate",
+          "run",
+          "--to",
+          n.to,
+          "--bundle",
+          n.bundle,
+        ]);
+        await new Promise((r) => setTimeout(r, delay));
+        // nsenter forks into the PID namespace: the stratum process is its child.
+        const ps = new Deno.Command("ps", { args: ["-o", "pid=", "--ppid", String(child.pid)] })
+          .outputSync();
+        const pid = Number(new TextDecoder().decode(ps.stdout).trim());
+        if (pid) Deno.kill(pid, "SIGKILL");
+        await child.status;
+        await child.stdout.cancel();
+        await child.stderr.cancel();
+        await n.stratum(["migrate", "resume"]);
+        const s = await n.state();
+        if (s.journal === null) {
+          // Killed before the first journal write: nothing may have changed.
+          assertEquals([s.active, s.health], [{ a: true, b: false }, `200 ok ${n.from} node-1`]);
+          assertEquals(s.units.b, []);
+        } else {
+          await n.assertInvariant(`random kill after ${delay} ms`);
+        }
+      });
+    }
+  },
+});
+
+Deno.test({
+  name: "a target that cannot start rolls back: exit 1, the failed step named, the source healthy",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host", { nspawn: "fail-start" });
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--json"]);
+    assertEquals(r.code, 1, r.stderr);
+    assertEquals([r.doc.outcome, r.doc.rollback, r.doc.failedStep.action], [
+      "rolled-back",
+      "done",
+      "start-target",
+    ]);
+    assert(r.doc.message.includes("exit status 3"), r.doc.message);
+    assertEquals(await n.assertInvariant("after a failed start"), "rolled-back");
+  },
+});
+
+Deno.test({
+  name: "a health endpoint that never answers rolls back at --wait-ready",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("nspawn", { host: "unhealthy" });
+    const r = await n.stratum([
+      "migrate",
+      "run",
+      "--to",
+      "host",
+      "--bundle",
+      n.bundle,
+      "--wait-ready",
+      "2s",
+      "--json",
+    ]);
+    assertEquals(r.code, 1, r.stderr);
+    assertEquals([r.doc.outcome, r.doc.failedStep.action], ["rolled-back", "wait-ready"]);
+    assert(r.stderr.includes("wait-ready:"), "progress on stderr");
+    assertEquals(await n.assertInvariant("after unhealthy"), "rolled-back");
+  },
+});
+
+Deno.test({
+  name: "no space for the slot is refused before anything changes (exit 2)",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host");
+    await n.sb.sh(
+      "mkdir -p /var/lib/stratum/slots && mount -t tmpfs -o size=64k tmpfs /var/lib/stratum/slots && cp -a /proc/1/root/dev/null /dev/null 2>/dev/null; true",
+    );
+    const before = await n.state();
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--json"]);
+    assertEquals([r.code, r.doc.outcome, r.doc.failedStep.action], [2, "refused", "preflight"]);
+    assert(r.doc.message.includes("Not enough space"), r.doc.message);
+    // The slot a under the tmpfs is hidden, so compare what the refused run could have touched.
+    assertEquals((await n.state()).files, before.files);
+  },
+});
+
+Deno.test({
+  name: "a rollback that cannot restart the source ends failed: exit 3, and status says what to do",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host", { nspawn: "fail-start" });
+    // Once stopped, the source refuses to start again.
+    await n.sb.sh(`mkdir -p /etc/systemd/system/stratum-a-node.service.d
+cat > /etc/systemd/system/stratum-a-node.service.d/once.conf <<'EOF'
+[Service]
+ExecStartPre=/bin/sh -c 'test ! -e /run/stopped-once'
+ExecStopPost=/bin/touch /run/stopped-once
+UNIT
+systemctl daemon-reload`);
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--json"]);
+    assertEquals(r.code, 3, r.stderr);
+    assertEquals([r.doc.outcome, r.doc.rollback], ["failed", "failed"]);
+    assert(r.doc.message.includes("Rollback to the source failed"), r.doc.message);
+    const st = await n.stratum(["migrate", "status", "--json"]);
+    assertEquals(st.doc.outcome, "failed");
+    assert(st.doc.nextAction.includes("needs attention"), st.doc.nextAction);
+    const resume = await n.stratum(["migrate", "resume", "--json"]);
+    assertEquals(
+      [resume.code, resume.doc.outcome],
+      [3, "failed"],
+      "resume leaves a failed journal to a person",
+    );
+    const ack = await n.stratum(["migrate", "ack", "--json"]);
+    assertEquals(ack.code, 0);
+  },
+});
+
+Deno.test({
+  name: "bad input exits 2 (3 for a corrupt journal) and leaves every unit and file unchanged",
+  ignore,
+  async fn(t) {
+    await using n = await Node.boot("host");
+    const tampered = await bundle();
+    await Deno.writeTextFile(join(tampered, "nspawn/stack/stack.py"), "print('tampered')\n");
+    const cases: [string, string[], number, () => Promise<void>][] = [
+      ["unknown mode", ["--to", "docker", "--bundle", n.bundle], 2, async () => {}],
+      ["same mode", ["--to", "host", "--bundle", n.bundle], 2, async () => {}],
+      ["missing bundle", ["--to", "nspawn", "--bundle", "/nonexistent"], 2, async () => {}],
+      [
+        "bundle without the mode",
+        ["--to", "nspawn", "--bundle", join(repoRoot, "docs")],
+        2,
+        async () => {},
+      ],
+      ["tampered bundle", ["--to", "nspawn", "--bundle", tampered], 2, async () => {}],
+      [
+        "unknown strategy",
+        ["--to", "nspawn", "--strategy", "yolo", "--bundle", n.bundle],
+        2,
+        async () => {},
+      ],
+      [
+        "bad --wait-ready",
+        ["--to", "nspawn", "--wait-ready", "soon", "--bundle", n.bundle],
+        2,
+        async () => {},
+      ],
+      ["journal in progress", ["--to", "nspawn", "--bundle", n.bundle], 2, async () => {
+        await n.sb.sh(`cat > /var/lib/stratum/migration.json <<'JOURNAL'
+{"version":1,"strategy":"in-place","from":"host","to":"nspawn","sourceSlot":"a","targetSlot":"b","step":"stopping-source","startedAt":"2026-11-30T10:00:00Z","updatedAt":"2026-11-30T10:00:01Z"}
+JOURNAL`);
+      }],
+      ["corrupt journal", ["--to", "nspawn", "--bundle", n.bundle], 3, async () => {
+        await n.sb.sh(`printf '{"version":1,"strat' > /var/lib/stratum/migration.json`);
+      }],
+    ];
+    for (const [name, args, code, setup] of cases) {
+      await t.step(name, async () => {
+        await setup();
+        const before = await n.state();
+        const r = await n.stratum(["migrate", "run", ...args, "--json"]);
+        assertEquals(r.code, code, r.stderr);
+        assert(r.doc?.outcome, `a JSON document names the outcome: ${r.stdout}`);
+        assertEquals(
+          r.stderr.trim().split("\n").filter((l) => l.startsWith("stratum:")).length,
+          1,
+          r.stderr,
+        );
+        assertEquals(await n.state(), before, "nothing changed");
+        await n.sb.sh("rm -f /var/lib/stratum/migration.json");
+      });
+    }
+  },
+});
+
+Deno.test({
+  name: "a second run while one holds the lock exits 75 naming the holder, and changes nothing",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host", { nspawn: "unhealthy" });
+    const first = n.sb.spawnDeno([
+      "run",
+      "-A",
+      "main.ts",
+      "migrate",
+      "run",
+      "--to",
+      "nspawn",
+      "--bundle",
+      n.bundle,
+      "--wait-ready",
+      "8s",
+    ]);
+    // Wait until the first run has recorded its first step (it holds the lock by then).
+    for (let i = 0; i < 100; i++) {
+      if ((await n.sb.exec(["test", "-e", "/var/lib/stratum/migration.json"])).code === 0) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--json"]);
+    assertEquals(r.code, 75, r.stderr);
+    assertEquals(r.doc.outcome, "busy");
+    assert(r.doc.holder?.command?.includes("migrate run"), JSON.stringify(r.doc));
+    assert(r.stderr.includes(`pid ${r.doc.holder.pid}`), r.stderr);
+    const status = await first.status;
+    await first.stdout.cancel();
+    await first.stderr.cancel();
+    assertEquals(status.code, 1, "the first run rolls back on its own");
+    assertEquals(await n.assertInvariant("after the first run"), "rolled-back");
+  },
+});

@@ -149,7 +149,7 @@ function progressPrinter(out: Output): (p: rollout.Progress) => void {
         out.log(`${p.target}: rolled out`);
         break;
       case "pending":
-        out.log(`${p.target}: ${p.error.message}`);
+        out.log(p.error.message);
         break;
     }
   };

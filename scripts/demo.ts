@@ -1,0 +1,118 @@
+// deno-lint-ignore-file no-console
+// `deno task demo`: the tool's two jobs on an embedded default, against the
+// local sandboxes. A real systemd boots in private namespaces, a node is
+// provisioned in host mode from a built-in bundle, and `stratum migrate`
+// moves it to nspawn mode; then `stratum rollout restart` runs through the
+// machine's kubectl against a simulated cluster where one rollout stalls.
+// Needs root and namespaces (the systemd sandbox) and kubectl.
+import { join } from "node:path";
+import { makeBundle } from "../tests/support/bundle.ts";
+import {
+  defaultKubectl,
+  noKubectl,
+  SimCluster,
+  stratumWorkloads,
+} from "../tests/support/cluster.ts";
+import { nspawnUnavailable, repoRoot, Sandbox } from "../tests/support/sandbox.ts";
+
+const bold = (s: string) => (Deno.stdout.isTerminal() ? `\x1b[1m${s}\x1b[0m` : s);
+const say = (s: string) => console.log(`\n${bold(`== ${s}`)}`);
+
+async function shown(
+  label: string,
+  run: () => Promise<{ code: number; stdout: string; stderr: string }>,
+) {
+  console.log(bold(`$ ${label}`));
+  const r = await run();
+  const err = r.stderr.trim();
+  if (err) console.log(err.split("\n").map((l) => `  (stderr) ${l}`).join("\n"));
+  if (r.stdout.trim()) console.log(r.stdout.trimEnd());
+  console.log(`  -> exit ${r.code}`);
+  return r;
+}
+
+if (nspawnUnavailable) {
+  console.error(`demo: the migration part needs the systemd sandbox: ${nspawnUnavailable}`);
+  Deno.exit(1);
+}
+
+let migrateExit = -1;
+let rolloutExit = -1;
+say("1. migrate: a node moves from host mode to nspawn mode on a real systemd");
+await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+const bundle = await makeBundle(
+  await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "demo-" }),
+);
+console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}`);
+{
+  await using sb = await Sandbox.start();
+  const stratum = (...args: string[]) => sb.deno(["run", "-A", "main.ts", ...args]);
+  const installed = await sb.deno([
+    "run",
+    "-A",
+    "tests/support/sandbox/install_node.ts",
+    "host",
+    bundle,
+  ]);
+  if (installed.code !== 0) throw new Error(installed.stderr);
+  console.log("provisioned node-1 in host mode, slot a (stratum-a.target)");
+  await shown("stratum migrate status", () => stratum("migrate", "status"));
+  await shown(
+    `stratum migrate plan --to nspawn --bundle ${bundle}`,
+    () => stratum("migrate", "plan", "--to", "nspawn", "--bundle", bundle),
+  );
+  migrateExit = (await shown(
+    `stratum migrate run --to nspawn --bundle ${bundle}`,
+    () => stratum("migrate", "run", "--to", "nspawn", "--bundle", bundle),
+  )).code;
+  await shown("systemctl is-active stratum-a.target stratum-b.target (one at a time)", async () => {
+    const a = await sb.exec(["systemctl", "is-active", "stratum-a.target"]);
+    const b = await sb.exec(["systemctl", "is-active", "stratum-b.target"]);
+    return {
+      code: 0,
+      stdout: `stratum-a.target: ${a.stdout.trim()}\nstratum-b.target: ${b.stdout.trim()}`,
+      stderr: "",
+    };
+  });
+  await shown("stratum migrate status", () => stratum("migrate", "status"));
+  await shown("stratum migrate ack", () => stratum("migrate", "ack"));
+}
+
+say("2. rollout: restart Stratum's workloads after a restore, one rollout stalls");
+if (noKubectl) {
+  console.log(`skipped: ${noKubectl}`);
+} else {
+  await using c = await SimCluster.start({ workloads: stratumWorkloads(800) });
+  c.server.setRollout("Deployment", "kube-system", "coredns", "never");
+  console.log(`simulated API server at ${c.server.url}; coredns's rollout never finishes`);
+  const main = join(repoRoot, "main.ts");
+  const cli = (...args: string[]) =>
+    new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", main, ...args],
+      env: { ...c.cliEnv(), NO_COLOR: "1" },
+      stdin: "null",
+    }).output().then((o) => ({
+      code: o.code,
+      stdout: new TextDecoder().decode(o.stdout),
+      stderr: new TextDecoder().decode(o.stderr),
+    }));
+  await shown("stratum rollout list", () => cli("rollout", "list"));
+  rolloutExit = (await shown(
+    `stratum rollout restart --kubeconfig ${c.kubeconfig} --wait 5s`,
+    () =>
+      cli(
+        "rollout",
+        "restart",
+        "--kubeconfig",
+        c.kubeconfig,
+        "--kubectl",
+        defaultKubectl,
+        "--wait",
+        "5s",
+      ),
+  )).code;
+}
+say(
+  `done: stratum migrate run exited ${migrateExit}, stratum rollout restart exited ${rolloutExit}`,
+);
+Deno.exit(migrateExit === 0 && rolloutExit <= 0 ? 0 : 1);

@@ -454,3 +454,24 @@ function hasOpenssl(): boolean {
 }
 
 export type { Kind };
+
+Deno.test({
+  name: "a watch that stalls (opens, never sends an event) ends as a warning at the wait",
+  ignore,
+  async fn() {
+    // Long enough that kubectl still needs the watch after its first list.
+    await using c = await SimCluster.start({ workloads: stratumWorkloads(1000) });
+    c.server.faults.stallWatch = (r) => r.path.endsWith("/daemonsets");
+    const results = await c.roller({ wait: 3000 }).restart();
+    assertEquals(summary(results), [
+      "cilium agent + operator: warn",
+      "coredns: ok",
+      "local-path provisioner: ok",
+      "dashboard: ok",
+    ]);
+    assert(results[0]!.warn!.message.includes("ds/cilium"), results[0]!.warn!.message);
+    assert(
+      c.server.requests.some((r) => r.query.watch === "true" && r.path.endsWith("/daemonsets")),
+    );
+  },
+});

@@ -1,4 +1,5 @@
 import { type Command, Option } from "commander";
+import $ from "dax";
 import type * as kube from "../kube/mod.ts";
 import * as rollout from "../rollout/mod.ts";
 import { parseDuration } from "./duration.ts";
@@ -126,7 +127,19 @@ function config(opts: ConnFlags): kube.Config {
   };
 }
 
+/**
+ * Live progress on stderr: plain lines, and while the rollouts are awaited on
+ * a terminal, dax's progress bar counting them.
+ */
 function progressPrinter(out: Output): (p: rollout.Progress) => void {
+  let bar: ReturnType<typeof $.progress> | undefined;
+  let left = 0;
+  const settled = () => {
+    if (bar && --left <= 0) {
+      bar.finish();
+      bar = undefined;
+    }
+  };
   return (p) => {
     switch (p.kind) {
       case "probed":
@@ -139,6 +152,10 @@ function progressPrinter(out: Output): (p: rollout.Progress) => void {
         out.log(`${p.target}: restart failed: ${p.error.message}`);
         break;
       case "waiting":
+        left = p.targets.length;
+        if (out.interactive) {
+          bar = $.progress({ message: `rollouts (up to ${formatWait(p.waitMs)})`, length: left });
+        }
         out.log(
           `waiting up to ${formatWait(p.waitMs)} for ${p.targets.length} rollouts: ${
             p.targets.join(", ")
@@ -146,10 +163,14 @@ function progressPrinter(out: Output): (p: rollout.Progress) => void {
         );
         break;
       case "rolled-out":
+        bar?.increment();
         out.log(`${p.target}: rolled out`);
+        settled();
         break;
       case "pending":
+        bar?.increment();
         out.log(p.error.message);
+        settled();
         break;
     }
   };

@@ -232,10 +232,7 @@ function report(out: Output, results: rollout.Result[], hint: (a: string) => str
 
 function hintsOf(r: rollout.Result): string[] {
   const errs = [r.err, r.warn].flatMap((e) => (e ? flatten(e) : []));
-  return errs.flatMap((e) => {
-    const h = (e as { hint?: string }).hint;
-    return h ? [h] : [];
-  });
+  return errs.flatMap((e) => (e instanceof rollout.HintedError && e.hint ? [e.hint] : []));
 }
 
 function flatten(e: Error): Error[] {

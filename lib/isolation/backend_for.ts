@@ -1,5 +1,6 @@
 import type { Backend } from "./backend.ts";
-import { type BackendDeps, HostBackend } from "./host_backend.ts";
+import type { BackendDeps } from "./_slot_backend.ts";
+import { HostBackend } from "./host_backend.ts";
 import type { Mode } from "./mode.ts";
 import { NspawnBackend } from "./nspawn_backend.ts";
 

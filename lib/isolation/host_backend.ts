@@ -1,25 +1,16 @@
-import type { HostPaths, Systemctl } from "../host/mod.ts";
 import {
-  destroySlot,
   layOut,
   quoteExec,
   serviceUnit,
-  startSlot,
-  stopSlot,
   targetText,
   targetUnit,
   writeHostFiles,
   writeUnits,
 } from "./_units.ts";
-import type { Backend, CallOptions } from "./backend.ts";
+import type { CallOptions } from "./backend.ts";
+import { SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";
 import { expand, readStack } from "./stack.ts";
-
-/** What the real backends need: where host paths are, and systemctl. */
-export interface BackendDeps {
-  readonly paths: HostPaths;
-  readonly systemctl: Systemctl;
-}
 
 /**
  * `host` mode: each service of the slot's stack is a systemd unit on the
@@ -27,15 +18,11 @@ export interface BackendDeps {
  * service: starting the target starts the stack and fails when a service
  * cannot start; stopping it stops them all.
  */
-export class HostBackend implements Backend {
+export class HostBackend extends SlotBackend {
   readonly mode = "host" as const;
-  readonly #deps: BackendDeps;
-  constructor(deps: BackendDeps) {
-    this.#deps = deps;
-  }
 
   async prepare(spec: NodeSpec, opts: CallOptions = {}): Promise<SlotRef> {
-    const { paths, systemctl } = this.#deps;
+    const { paths, systemctl } = this.deps;
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
     const stack = await readStack(slotDir);
@@ -61,17 +48,5 @@ TimeoutStopSec=30
     }
     await writeUnits(paths, systemctl, spec.slot, units, opts);
     return { mode: this.mode, slot: spec.slot };
-  }
-
-  async start(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await startSlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
-  }
-
-  async stop(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await stopSlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
-  }
-
-  async destroy(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await destroySlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
   }
 }

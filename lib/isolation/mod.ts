@@ -24,7 +24,8 @@
 export { isMode, type Mode, modes } from "./mode.ts";
 export { isSlot, type NodeSpec, otherSlot, type Slot, type SlotRef, slots } from "./slot.ts";
 export type { Backend, CallOptions } from "./backend.ts";
-export { type BackendDeps, HostBackend } from "./host_backend.ts";
+export { type BackendDeps } from "./_slot_backend.ts";
+export { HostBackend } from "./host_backend.ts";
 export { NspawnBackend } from "./nspawn_backend.ts";
 export { backendFor } from "./backend_for.ts";
 export { ErrBadStack, expand, readStack, type Stack } from "./stack.ts";

@@ -1,19 +1,16 @@
 import { ensureDir } from "../host/mod.ts";
 import { join } from "node:path";
 import {
-  destroySlot,
   layOut,
   quoteExec,
   serviceUnit,
-  startSlot,
-  stopSlot,
   targetText,
   targetUnit,
   writeHostFiles,
   writeUnits,
 } from "./_units.ts";
-import type { Backend, CallOptions } from "./backend.ts";
-import type { BackendDeps } from "./host_backend.ts";
+import type { CallOptions } from "./backend.ts";
+import { type BackendDeps, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";
 import { expand, readStack } from "./stack.ts";
 
@@ -25,18 +22,17 @@ import { expand, readStack } from "./stack.ts";
  * host's network namespace: the source must stop before the target starts,
  * which is the migration's step order.
  */
-export class NspawnBackend implements Backend {
+export class NspawnBackend extends SlotBackend {
   readonly mode = "nspawn" as const;
-  readonly #deps: BackendDeps;
   /** The nspawn binary. */
   readonly nspawn: string;
   constructor(deps: BackendDeps & { nspawn?: string }) {
-    this.#deps = deps;
+    super(deps);
     this.nspawn = deps.nspawn ?? "/usr/bin/systemd-nspawn";
   }
 
   async prepare(spec: NodeSpec, opts: CallOptions = {}): Promise<SlotRef> {
-    const { paths, systemctl } = this.#deps;
+    const { paths, systemctl } = this.deps;
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
     // The smallest root nspawn accepts: an empty usr/ (the host's is bound
@@ -90,17 +86,5 @@ TimeoutStopSec=30
     };
     await writeUnits(paths, systemctl, spec.slot, units, opts);
     return { mode: this.mode, slot: spec.slot };
-  }
-
-  async start(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await startSlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
-  }
-
-  async stop(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await stopSlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
-  }
-
-  async destroy(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    await destroySlot(this.#deps.paths, this.#deps.systemctl, ref.slot, opts);
   }
 }

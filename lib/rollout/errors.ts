@@ -1,23 +1,8 @@
 import type * as kube from "../kube/mod.ts";
 
-/**
- * A target whose restart failed: it still holds its old watches. `hint` is
- * what the operator should run or fix first, when we know.
- */
-export class RestartError extends Error {
-  override name = "RestartError";
-  readonly target: string;
-  readonly hint: string | undefined;
-  constructor(target: string, message: string, opts: { cause?: unknown; hint?: string }) {
-    super(message, { cause: opts.cause });
-    this.target = target;
-    this.hint = opts.hint;
-  }
-}
-
-/** The probe of a workload failed for a reason other than absence: it was not restarted. */
-export class ProbeError extends Error {
-  override name = "ProbeError";
+/** A problem that may come with what the operator should run or fix first. */
+export class HintedError extends Error {
+  override name = "HintedError";
   readonly hint: string | undefined;
   constructor(message: string, opts: { cause?: unknown; hint?: string }) {
     super(message, { cause: opts.cause });
@@ -25,18 +10,31 @@ export class ProbeError extends Error {
   }
 }
 
+/** A target whose restart failed: it still holds its old watches. */
+export class RestartError extends HintedError {
+  override name = "RestartError";
+  readonly target: string;
+  constructor(target: string, message: string, opts: { cause?: unknown; hint?: string }) {
+    super(message, opts);
+    this.target = target;
+  }
+}
+
+/** The probe of a workload failed for a reason other than absence: it was not restarted. */
+export class ProbeError extends HintedError {
+  override name = "ProbeError";
+}
+
 /**
  * A target that was restarted but whose rollout did not finish within the
  * wait. It may yet finish: a warning, not a failure.
  */
-export class RolloutPendingWarning extends Error {
+export class RolloutPendingWarning extends HintedError {
   override name = "RolloutPendingWarning";
   readonly target: string;
-  readonly hint: string | undefined;
   constructor(target: string, message: string, opts: { cause?: unknown; hint?: string }) {
-    super(message, { cause: opts.cause });
+    super(message, opts);
     this.target = target;
-    this.hint = opts.hint;
   }
 }
 

@@ -26,7 +26,7 @@
  * @module
  */
 
-export { ProbeError, RestartError, RolloutPendingWarning } from "./errors.ts";
+export { HintedError, ProbeError, RestartError, RolloutPendingWarning } from "./errors.ts";
 export {
   type Progress,
   type Result,

@@ -94,20 +94,7 @@ export class Sandbox implements AsyncDisposable {
     // Deno.Command, not dax: dax reports a process killed by a signal as exit
     // code 0, and crash tests need to see the 137 of a SIGKILL.
     const r = await new Deno.Command("nsenter", {
-      args: [
-        "-t",
-        String(this.pid),
-        "-m",
-        "-p",
-        "-n",
-        "-u",
-        "-i",
-        ...(opts.cwd ? ["--wd=" + opts.cwd] : []),
-        "--",
-        "env",
-        ...Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`),
-        ...argv,
-      ],
+      args: this.#enter(argv, opts),
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -126,21 +113,10 @@ export class Sandbox implements AsyncDisposable {
   /** Starts `deno ARGS` inside and returns its host PID, for killing it mid-run. */
   spawnDeno(args: string[], env: Record<string, string> = {}): Deno.ChildProcess {
     return new Deno.Command("nsenter", {
-      args: [
-        "-t",
-        String(this.pid),
-        "-m",
-        "-p",
-        "-n",
-        "-u",
-        "-i",
-        "--wd=" + repoRoot,
-        "--",
-        "env",
-        ...Object.entries({ NO_COLOR: "1", ...env }).map(([k, v]) => `${k}=${v}`),
-        Deno.execPath(),
-        ...args,
-      ],
+      args: this.#enter([Deno.execPath(), ...args], {
+        env: { NO_COLOR: "1", ...env },
+        cwd: repoRoot,
+      }),
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -153,6 +129,18 @@ export class Sandbox implements AsyncDisposable {
       env: { NO_COLOR: "1", ...env },
       cwd: repoRoot,
     });
+  }
+
+  /** nsenter's arguments to run argv in every namespace of the sandbox. */
+  #enter(argv: string[], opts: { env?: Record<string, string>; cwd?: string }): string[] {
+    return [
+      ...["-t", String(this.pid), "-m", "-p", "-n", "-u", "-i"],
+      ...(opts.cwd ? ["--wd=" + opts.cwd] : []),
+      "--",
+      "env",
+      ...Object.entries(opts.env ?? {}).map(([k, v]) => `${k}=${v}`),
+      ...argv,
+    ];
   }
 
   /** Whether a unit is active inside the sandbox. */

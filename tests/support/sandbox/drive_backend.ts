@@ -8,6 +8,7 @@
 
 import * as host from "../../../lib/host/mod.ts";
 import * as isolation from "../../../lib/isolation/mod.ts";
+import { health } from "./_health.ts";
 
 const [scenario, mode, bundleRoot] = Deno.args;
 if (!isolation.isMode(mode) || !bundleRoot) throw new Error("usage: SCENARIO MODE BUNDLE_DIR");
@@ -16,15 +17,6 @@ const systemctl = new host.Systemctl({ timeout: 60_000 });
 const backend = isolation.backendFor(mode, { paths, systemctl });
 const spec: isolation.NodeSpec = { slot: "a", node: "node-1", bundleDir: `${bundleRoot}/${mode}` };
 const ref: isolation.SlotRef = { mode, slot: "a" };
-
-async function health(): Promise<string> {
-  try {
-    const r = await fetch("http://127.0.0.1:18080/healthz", { signal: AbortSignal.timeout(2000) });
-    return `${r.status} ${(await r.text()).trim()}`;
-  } catch {
-    return "refused";
-  }
-}
 
 async function observe() {
   return {

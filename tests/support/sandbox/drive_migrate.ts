@@ -9,6 +9,7 @@ import * as host from "../../../lib/host/mod.ts";
 import * as isolation from "../../../lib/isolation/mod.ts";
 import * as migrate from "../../../lib/migrate/mod.ts";
 import * as node from "../../../lib/node/mod.ts";
+import { health } from "./_health.ts";
 
 const [from, to, bundle, waitArg] = Deno.args;
 if (!isolation.isMode(from) || !isolation.isMode(to) || !bundle) {
@@ -16,15 +17,6 @@ if (!isolation.isMode(from) || !isolation.isMode(to) || !bundle) {
 }
 const paths = host.hostPaths("/");
 const systemctl = new host.Systemctl({ timeout: 60_000 });
-
-async function health(): Promise<string> {
-  try {
-    const r = await fetch("http://127.0.0.1:18080/healthz", { signal: AbortSignal.timeout(2000) });
-    return `${r.status} ${(await r.text()).trim()}`;
-  } catch {
-    return "refused";
-  }
-}
 
 await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle });
 const before = await health();

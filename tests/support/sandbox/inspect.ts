@@ -8,18 +8,10 @@ import { join } from "node:path";
 import * as host from "../../../lib/host/mod.ts";
 import * as isolation from "../../../lib/isolation/mod.ts";
 import * as migrate from "../../../lib/migrate/mod.ts";
+import { health } from "./_health.ts";
 
 const paths = host.hostPaths("/");
 const systemctl = new host.Systemctl({ timeout: 30_000 });
-
-async function health(): Promise<string> {
-  try {
-    const r = await fetch("http://127.0.0.1:18080/healthz", { signal: AbortSignal.timeout(2000) });
-    return `${r.status} ${(await r.text()).trim()}`;
-  } catch {
-    return "refused";
-  }
-}
 
 async function digest(dirs: string[]): Promise<Record<string, string>> {
   const out: Record<string, string> = {};

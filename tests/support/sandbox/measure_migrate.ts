@@ -14,7 +14,7 @@ const [from, to, bundle] = Deno.args;
 if (!isolation.isMode(from) || !isolation.isMode(to) || !bundle) throw new Error("usage");
 const paths = host.hostPaths("/");
 const systemctl = new host.Systemctl({ timeout: 60_000 });
-const url = "http://127.0.0.1:18080/healthz";
+import { healthUrl as url } from "./_health.ts";
 
 async function healthy(): Promise<boolean> {
   try {

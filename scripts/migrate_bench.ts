@@ -7,22 +7,13 @@ import { join } from "node:path";
 import $ from "dax";
 import type * as isolation from "../lib/isolation/mod.ts";
 import * as migrate from "../lib/migrate/mod.ts";
+import { sampleJournal } from "../tests/support/journal_sample.ts";
 import { checkDurable, parseTrace, tracedCalls } from "../tests/support/syscall_trace.ts";
 
 const dir = await Deno.makeTempDir({ dir: await Deno.realPath("."), prefix: ".bench-" });
 globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
 
-const journal: migrate.Journal = {
-  version: migrate.JournalVersion,
-  strategy: migrate.StrategyInPlace,
-  from: "host",
-  to: "nspawn",
-  sourceSlot: "a",
-  targetSlot: "b",
-  step: migrate.StepPersisting,
-  startedAt: new Date(),
-  updatedAt: new Date(),
-};
+const journal = sampleJournal(migrate.StepPersisting, new Date());
 
 // fsyncs per save, counted under strace.
 {

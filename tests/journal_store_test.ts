@@ -4,22 +4,11 @@ import $ from "dax";
 import * as migrate from "../lib/migrate/mod.ts";
 import { assert, assertEquals, assertRejects } from "./support/assert.ts";
 import { checkDurable, parseTrace, tracedCalls } from "./support/syscall_trace.ts";
+import { sampleJournal } from "./support/journal_sample.ts";
 
 const writer = new URL("./support/journal_writer.ts", import.meta.url).pathname;
 
-function sample(step: migrate.Step = migrate.StepPersisting): migrate.Journal {
-  return {
-    version: migrate.JournalVersion,
-    strategy: migrate.StrategyInPlace,
-    from: "host",
-    to: "nspawn",
-    sourceSlot: "a",
-    targetSlot: "b",
-    step,
-    startedAt: new Date("2026-11-30T10:00:00Z"),
-    updatedAt: new Date("2026-11-30T10:00:00Z"),
-  };
-}
+const sample = (step?: migrate.Step) => sampleJournal(step);
 
 async function tempStore(now?: () => Date): Promise<migrate.JournalStore> {
   const dir = await Deno.makeTempDir({ prefix: "stratum-journal-" });

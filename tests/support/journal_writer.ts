@@ -2,21 +2,13 @@
 // forever), alternating its step, so a test can trace its syscalls or kill it
 // mid-write. Prints "ready" once the first save is done.
 import * as migrate from "../../lib/migrate/mod.ts";
+import { sampleJournal } from "./journal_sample.ts";
 
 const [path, countArg] = Deno.args;
 if (!path) throw new Error("usage: journal_writer.ts PATH [COUNT]");
 const count = Number(countArg ?? "1");
 const store = new migrate.JournalStore(path);
-const base = {
-  version: migrate.JournalVersion,
-  strategy: migrate.StrategyInPlace,
-  from: "host",
-  to: "nspawn",
-  sourceSlot: "a",
-  targetSlot: "b",
-  startedAt: new Date(),
-  updatedAt: new Date(),
-} as const;
+const base = sampleJournal(migrate.StepStoppingSource, new Date());
 const steps = [migrate.StepStoppingSource, migrate.StepStartingTarget] as const;
 for (let i = 0; count === 0 || i < count; i++) {
   // A long message makes each write big enough to be cut by a kill.

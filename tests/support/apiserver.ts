@@ -367,6 +367,13 @@ current-context: ${context}
           });
         } else if (r.query.resourceVersion === "0" || r.query.resourceVersion === undefined) {
           for (const o of this.#matching(ns, resource, r.query.fieldSelector)) send("ADDED", o);
+        } else {
+          // A watch from a list's resourceVersion: replay what changed since,
+          // as the apiserver does, or a change between list and watch is lost.
+          const since = Number(r.query.resourceVersion);
+          for (const o of this.#matching(ns, resource, r.query.fieldSelector)) {
+            if (Number(o.metadata.resourceVersion) > since) send("MODIFIED", o);
+          }
         }
         watcher = { resource, namespace: ns, name, send };
         this.#watchers.add(watcher);

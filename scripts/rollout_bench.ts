@@ -25,45 +25,48 @@ async function shim(dir: string): Promise<{ path: string; count: () => Promise<n
   };
 }
 
+/**
+ * Times `run` against a fresh simulated cluster whose kubectl discovery cache
+ * is warm (as on a node that ran kubectl before); returns seconds and the
+ * kubectl processes it spawned.
+ */
+async function timed(
+  run: (c: SimCluster, kubectl: string) => Promise<void>,
+): Promise<{ secs: number; procs: number }> {
+  await using c = await SimCluster.start({ workloads: stratumWorkloads(T * 1000) });
+  const k = await shim(c.dir);
+  await $`${k.path} --kubeconfig ${c.kubeconfig} get ns -o name`.env(c.cliEnv()).quiet().noThrow();
+  await Deno.writeTextFile(`${c.dir}/kubectl-calls`, "");
+  const t0 = performance.now();
+  await run(c, k.path);
+  return { secs: (performance.now() - t0) / 1000, procs: await k.count() };
+}
+
 const rows: { tool: number; naive: number; toolProcs: number; naiveProcs: number }[] = [];
 for (let i = 0; i < runs; i++) {
-  // stratum rollout restart
-  let tool: number, toolProcs: number;
-  {
-    await using c = await SimCluster.start({ workloads: stratumWorkloads(T * 1000) });
-    const k = await shim(c.dir);
-    // Warm kubectl's discovery cache, as a node that ran kubectl before has.
-    await $`${k.path} --kubeconfig ${c.kubeconfig} get ns -o name`.env(c.cliEnv()).quiet()
-      .noThrow();
-    await Deno.writeTextFile(`${c.dir}/kubectl-calls`, "");
-    const t0 = performance.now();
-    await $`${Deno.execPath()} run -A ${main} rollout restart --kubeconfig ${c.kubeconfig} --kubectl ${k.path} --wait 5m`
+  const stratum = await timed(async (c, k) => {
+    await $`${Deno.execPath()} run -A ${main} rollout restart --kubeconfig ${c.kubeconfig} --kubectl ${k} --wait 5m`
       .env(c.cliEnv()).quiet();
-    tool = (performance.now() - t0) / 1000;
-    toolProcs = await k.count();
-  }
+  });
   // The naive sequence an operator would type.
-  let naive: number, naiveProcs: number;
-  {
-    await using c = await SimCluster.start({ workloads: stratumWorkloads(T * 1000) });
-    const k = await shim(c.dir);
-    await $`${k.path} --kubeconfig ${c.kubeconfig} get ns -o name`.env(c.cliEnv()).quiet()
-      .noThrow();
-    await Deno.writeTextFile(`${c.dir}/kubectl-calls`, "");
-    const t0 = performance.now();
+  const byHand = await timed(async (c, k) => {
     for (const line of rollout.restartCommands()) {
       const args = line.split(" ").slice(1);
-      await $`${k.path} --kubeconfig ${c.kubeconfig} ${args}`.env(c.cliEnv()).quiet();
+      await $`${k} --kubeconfig ${c.kubeconfig} ${args}`.env(c.cliEnv()).quiet();
     }
     for (const w of rollout.Workloads) {
       for (const t of w.targets) {
-        await $`${k.path} --kubeconfig ${c.kubeconfig} -n ${w.namespace} rollout status ${t} --timeout=5m`
+        await $`${k} --kubeconfig ${c.kubeconfig} -n ${w.namespace} rollout status ${t} --timeout=5m`
           .env(c.cliEnv()).quiet();
       }
     }
-    naive = (performance.now() - t0) / 1000;
-    naiveProcs = await k.count();
-  }
+  });
+  const [tool, toolProcs, naive, naiveProcs] = [
+    stratum.secs,
+    stratum.procs,
+    byHand.secs,
+    byHand.procs,
+  ];
   rows.push({ tool, naive, toolProcs, naiveProcs });
   console.log(
     `run ${i + 1}: stratum ${tool.toFixed(2)} s (${toolProcs} kubectl), by hand ${

@@ -1,4 +1,4 @@
-import { is, join, JoinedError } from "../lib/errors/mod.ts";
+import { find, findAll, is, join, JoinedError } from "../lib/errors/mod.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 
 class ErrA extends Error {
@@ -40,4 +40,19 @@ Deno.test("is() stops on a cause cycle", () => {
   const b = new Error("b", { cause: a });
   (a as { cause?: unknown }).cause = b;
   assert(!is(a, ErrA));
+});
+
+Deno.test("find() returns the first instance depth-first; findAll() every one in that order", () => {
+  const first = new ErrA("first");
+  const nested = new ErrA("nested");
+  const last = new ErrA("last");
+  const err = join(
+    new Error("wrap", { cause: join(first, new ErrB("b", { cause: nested })) }),
+    last,
+  );
+  assert(find(err, ErrA) === first);
+  assertEquals(findAll(err, ErrA).map((e) => e.message), ["first", "nested", "last"]);
+  assertEquals(find(err, JoinedError)?.errors.length, 2);
+  assertEquals(find(new Error("plain"), ErrB), undefined);
+  assertEquals(findAll(undefined, ErrA), []);
 });

@@ -1,3 +1,4 @@
+import { find } from "../errors/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "./exit.ts";
 
@@ -14,24 +15,12 @@ export interface Outcome {
   readonly nextAction: string;
 }
 
-/** The first ActionError in an error tree: where the migration stopped. */
-export function failedAction(err: unknown): migrate.ActionError | undefined {
-  const stack: unknown[] = [err];
-  while (stack.length) {
-    const e = stack.shift();
-    if (e instanceof migrate.ActionError) return e;
-    if (e instanceof AggregateError) stack.unshift(...e.errors);
-    else if (e instanceof Error && e.cause) stack.unshift(e.cause);
-  }
-  return undefined;
-}
-
 /**
  * The outcome of a run or resume, from the journal it left (the source of
  * truth after any crash) and the error the orchestration returned.
  */
 export function outcomeOf(journal: migrate.Journal | undefined, error: Error | undefined): Outcome {
-  const failed = failedAction(error);
+  const failed = find(error, migrate.ActionError);
   const failedStep = failed ? { action: failed.action, step: failed.step ?? null } : null;
   const message = journal?.message ?? error?.message ?? null;
   if (journal === undefined) {

@@ -1,5 +1,6 @@
 import { type Command, Option } from "commander";
 import $ from "dax";
+import { findAll } from "../errors/mod.ts";
 import type * as kube from "../kube/mod.ts";
 import * as rollout from "../rollout/mod.ts";
 import { parseDuration } from "./duration.ts";
@@ -231,10 +232,6 @@ function report(out: Output, results: rollout.Result[], hint: (a: string) => str
 }
 
 function hintsOf(r: rollout.Result): string[] {
-  const errs = [r.err, r.warn].flatMap((e) => (e ? flatten(e) : []));
-  return errs.flatMap((e) => (e instanceof rollout.HintedError && e.hint ? [e.hint] : []));
-}
-
-function flatten(e: Error): Error[] {
-  return e instanceof AggregateError ? e.errors.flatMap((x) => flatten(x as Error)) : [e];
+  return [r.err, r.warn].flatMap((e) => findAll(e, rollout.HintedError))
+    .flatMap((e) => (e.hint ? [e.hint] : []));
 }

@@ -27,24 +27,50 @@ export function join(...errs: (unknown | undefined)[]): Error | undefined {
 }
 
 /**
- * Reports whether `err`, or any error it wraps through `cause` or holds in an
- * `AggregateError`'s `errors`, is an instance of `sentinel`. Walks depth-first
- * and stops on cycles.
+ * Every error in `err`'s tree, depth-first: each error, then the errors of an
+ * `AggregateError` in order, then its `cause`. Stops on cycles.
  */
-export function is(err: unknown, sentinel: ErrorClass): boolean {
+function* walk(err: unknown): Generator<unknown> {
   const seen = new Set<unknown>();
   const stack: unknown[] = [err];
   while (stack.length > 0) {
     const e = stack.pop();
     if (e === undefined || e === null || seen.has(e)) continue;
     seen.add(e);
-    if (e instanceof sentinel) return true;
+    yield e;
+    if (e instanceof Error && e.cause !== undefined) stack.push(e.cause);
     if (e instanceof AggregateError) {
       for (let i = e.errors.length - 1; i >= 0; i--) stack.push(e.errors[i]);
     }
-    if (e instanceof Error && e.cause !== undefined) stack.push(e.cause);
   }
-  return false;
+}
+
+/** The first error in `err`'s tree (see `is`) that is an instance of `cls`. */
+export function find<T extends Error>(
+  err: unknown,
+  // deno-lint-ignore no-explicit-any
+  cls: abstract new (...args: any[]) => T,
+): T | undefined {
+  for (const e of walk(err)) if (e instanceof cls) return e;
+  return undefined;
+}
+
+/** Every error in `err`'s tree that is an instance of `cls`, in walk order. */
+export function findAll<T extends Error>(
+  err: unknown,
+  // deno-lint-ignore no-explicit-any
+  cls: abstract new (...args: any[]) => T,
+): T[] {
+  return [...walk(err)].filter((e): e is T => e instanceof cls);
+}
+
+/**
+ * Reports whether `err`, or any error it wraps through `cause` or holds in an
+ * `AggregateError`'s `errors`, is an instance of `sentinel`. Walks depth-first
+ * and stops on cycles.
+ */
+export function is(err: unknown, sentinel: ErrorClass): boolean {
+  return find(err, sentinel) !== undefined;
 }
 
 /** The message of anything thrown, for reports that must not crash on a non-Error. */

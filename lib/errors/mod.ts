@@ -20,4 +20,4 @@
  * @module
  */
 
-export { is, join, JoinedError, messageOf } from "./_errors.ts";
+export { find, findAll, is, join, JoinedError, messageOf } from "./_errors.ts";

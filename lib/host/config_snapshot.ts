@@ -1,5 +1,11 @@
 import { dirname, join } from "node:path";
-import { ensureDir, removeFileDurable, syncDir, writeFileDurable } from "./durable_file.ts";
+import {
+  ensureDir,
+  removeFileDurable,
+  removeTreeDurable,
+  syncDir,
+  writeFileDurable,
+} from "./durable_file.ts";
 
 interface Entry {
   path: string;
@@ -90,12 +96,6 @@ export class ConfigSnapshot {
 
   /** Removes the snapshot; a missing one is fine. */
   async discard(): Promise<void> {
-    try {
-      await Deno.remove(this.dir, { recursive: true });
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return;
-      throw err;
-    }
-    await syncDir(dirname(this.dir));
+    await removeTreeDurable(this.dir);
   }
 }

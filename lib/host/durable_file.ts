@@ -58,6 +58,20 @@ export async function removeFileDurable(path: string): Promise<void> {
   await syncDir(dirname(path));
 }
 
+/**
+ * Removes the directory tree `dir` and fsyncs its parent, so the removal
+ * survives a crash. A missing tree is not an error.
+ */
+export async function removeTreeDurable(dir: string): Promise<void> {
+  try {
+    await Deno.remove(dir, { recursive: true });
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return;
+    throw err;
+  }
+  await syncDir(dirname(dir));
+}
+
 /** Fsyncs a directory, making renames and unlinks in it durable. */
 export async function syncDir(dir: string): Promise<void> {
   const d = await Deno.open(dir, { read: true });

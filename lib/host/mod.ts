@@ -17,6 +17,7 @@ export {
   ensureDir,
   removeFileDurable,
   removeStaleTemps,
+  removeTreeDurable,
   syncDir,
   writeFileDurable,
   type WriteOptions,

@@ -8,6 +8,7 @@ import {
   ensureDir,
   type HostPaths,
   removeFileDurable,
+  removeTreeDurable,
   syncDir,
   type Systemctl,
   UnitError,
@@ -130,12 +131,12 @@ export async function destroySlot(
     await systemctl.daemonReload(opts);
     for (const u of units) await systemctl.resetFailed(u, opts);
   }
-  await removeTree(paths.slot(slot));
+  await removeTreeDurable(paths.slot(slot));
 }
 
 /** Lays a slot out from a verified bundle directory, replacing a half-built one. */
 export async function layOut(bundleDir: string, slotDir: string): Promise<void> {
-  await removeTree(slotDir);
+  await removeTreeDurable(slotDir);
   await ensureDir(dirname(slotDir));
   await cp(bundleDir, slotDir, { recursive: true, preserveTimestamps: true });
   await syncDir(dirname(slotDir));
@@ -152,14 +153,4 @@ export async function writeHostFiles(
     await ensureDir(dirname(dest));
     await writeFileDurable(dest, await Deno.readFile(join(slotDir, inSlot)), { mode: 0o644 });
   }
-}
-
-async function removeTree(dir: string): Promise<void> {
-  try {
-    await Deno.remove(dir, { recursive: true });
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return;
-    throw err;
-  }
-  await syncDir(dirname(dir));
 }

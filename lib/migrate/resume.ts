@@ -1,4 +1,4 @@
-import { ErrTooManyAttempts } from "./errors.ts";
+import { ErrInvalidSpec, ErrTooManyAttempts } from "./errors.ts";
 import type { Journal } from "./journal.ts";
 import type { JournalStore } from "./journal_store.ts";
 import { recorder } from "./recorder.ts";
@@ -6,7 +6,6 @@ import { resumeInPlace } from "./resume_in_place.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import { isTerminal, StepFailed } from "./step.ts";
 import { StrategyInPlace } from "./strategy.ts";
-import { ErrInvalidSpec } from "./errors.ts";
 
 /** The bound on resumes without progress, after which resume records failed. */
 export const defaultMaxAttempts = 3;

@@ -8,6 +8,7 @@
 import * as cli from "./lib/cli/mod.ts";
 import * as host from "./lib/host/mod.ts";
 import * as kube from "./lib/kube/mod.ts";
+import * as node from "./lib/node/mod.ts";
 
 if (import.meta.main) {
   // SIGINT/SIGTERM stop a migration's forward path, which then rolls back.
@@ -15,18 +16,17 @@ if (import.meta.main) {
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(sig, () => interrupt.abort(new Error(`interrupted by ${sig}`)));
   }
-  // Compiled, the executable is stratum itself; under `deno run`, it is deno and main.ts.
-  const compiled = !Deno.execPath().endsWith("/deno");
-  const self = compiled
-    ? [Deno.execPath()]
-    : [Deno.execPath(), "run", "-A", new URL(import.meta.url).pathname];
   const code = await cli.run(Deno.args, [
     cli.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint }),
     cli.migrateGroup({
       systemctl: () => new host.Systemctl(),
       failpoint: Deno.env.get("STRATUM_FAILPOINT"),
       killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
-      selfCommand: self,
+      selfCommand: node.selfCommand(import.meta.url),
+      interrupted: interrupt.signal,
+    }),
+    cli.nodeGroup({
+      systemctl: () => new host.Systemctl(),
       interrupted: interrupt.signal,
     }),
   ]);

@@ -41,11 +41,12 @@ Deno.test("config snapshot restores exact bytes, modes and absence", async () =>
     root,
     dir: join(root, "var/lib/stratum/config-snapshot"),
     files,
+    owner: "2026-11-30T10:00:00.000Z",
   });
   const before = await state(root, files);
 
   await snap.take();
-  assert(await snap.exists());
+  assertEquals(await snap.ownerOnDisk(), "2026-11-30T10:00:00.000Z");
   // The target stack changes one, deletes one, creates one.
   await Deno.writeTextFile(join(root, files[0]!), "changed\n");
   await Deno.chmod(join(root, files[0]!), 0o600);
@@ -58,7 +59,7 @@ Deno.test("config snapshot restores exact bytes, modes and absence", async () =>
   await snap.restore(); // idempotent
   assertEquals(await state(root, files), before);
   await snap.discard();
-  assert(!(await snap.exists()));
+  assertEquals(await snap.ownerOnDisk(), undefined);
   await snap.discard(); // missing is fine
   await snap.restore(); // no snapshot: nothing to do
   assertEquals(await state(root, files), before);
@@ -68,7 +69,7 @@ Deno.test("config snapshot: take replaces an older snapshot whole", async () => 
   const root = await scratch();
   const f = "/etc/a.conf";
   await Deno.mkdir(join(root, "etc"), { recursive: true });
-  const snap = new host.ConfigSnapshot({ root, dir: join(root, "snap"), files: [f] });
+  const snap = new host.ConfigSnapshot({ root, dir: join(root, "snap"), files: [f], owner: "m1" });
   await Deno.writeTextFile(join(root, f), "one\n");
   await snap.take();
   await Deno.writeTextFile(join(root, f), "two\n");
@@ -76,6 +77,32 @@ Deno.test("config snapshot: take replaces an older snapshot whole", async () => 
   await Deno.writeTextFile(join(root, f), "three\n");
   await snap.restore();
   assertEquals(await Deno.readTextFile(join(root, f)), "two\n");
+});
+
+Deno.test("config snapshot: a snapshot of another migration is never restored", async () => {
+  // Invariant: a rollback puts back only what its own migration saved; a
+  // snapshot an earlier migration left behind must not overwrite the
+  // operator's current files.
+  const root = await scratch();
+  const f = "/etc/a.conf";
+  const dir = join(root, "snap");
+  await Deno.mkdir(join(root, "etc"), { recursive: true });
+  await Deno.writeTextFile(join(root, f), "earlier migration's\n");
+  await new host.ConfigSnapshot({ root, dir, files: [f], owner: "earlier" }).take();
+  await Deno.writeTextFile(join(root, f), "operator's current\n");
+  const mine = new host.ConfigSnapshot({ root, dir, files: [f], owner: "this" });
+  assertEquals(await mine.restore(), false);
+  assertEquals(await Deno.readTextFile(join(root, f)), "operator's current\n");
+  // An unowned snapshot (an older format) belongs to no migration either.
+  await Deno.writeTextFile(join(dir, "manifest.json"), "[]\n");
+  assertEquals(await mine.restore(), false);
+  assertEquals(await mine.ownerOnDisk(), "");
+  assertEquals(await Deno.readTextFile(join(root, f)), "operator's current\n");
+  // Its own snapshot it does restore.
+  await mine.take();
+  await Deno.writeTextFile(join(root, f), "target's\n");
+  assertEquals(await mine.restore(), true);
+  assertEquals(await Deno.readTextFile(join(root, f)), "operator's current\n");
 });
 
 Deno.test("a bundle verifies, and installBundle copies it whole", async () => {

@@ -117,8 +117,8 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
       assertEquals((await n.state()).journal, null);
       const s = await n.state();
       assert(
-        s.files["/etc/systemd/system/stratum-migrate-resume.service"],
-        "the boot-time resume unit is installed",
+        s.files["/etc/systemd/system/stratum-boot.service"],
+        "the boot unit is installed",
       );
       assert(
         s.files[`/etc/apt/preferences.d/stratum-${to}.pref`],

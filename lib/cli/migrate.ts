@@ -5,8 +5,9 @@ import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import * as node from "../node/mod.ts";
 import { parseDuration } from "./duration.ts";
-import { ExitAttention, ExitBusy, ExitOK, ExitUsage, UsageError } from "./exit.ts";
+import { ExitBusy, ExitOK, ExitUsage, UsageError } from "./exit.ts";
 import { journalDoc, type Outcome, outcomeOf } from "./migrate_report.ts";
+import { loadJournal, resumeRecorded } from "./_resume.ts";
 import type { Output } from "./output.ts";
 import { type Context, jsonOption } from "./program.ts";
 
@@ -17,8 +18,8 @@ export interface MigrateDeps {
   readonly failpoint: string | undefined;
   /** Kills this process at once (the failpoint's crash). */
   readonly killSelf: () => void;
-  /** How systemd runs this tool, for the boot-time resume unit's ExecStart. */
-  readonly selfCommand: readonly string[];
+  /** How systemd runs this tool, for the boot unit's ExecStart. */
+  readonly selfCommand: node.SelfCommand;
   /** Aborted on SIGINT/SIGTERM: the forward path stops and rolls back. */
   readonly interrupted: AbortSignal;
 }
@@ -40,8 +41,9 @@ export function migrateGroup(deps: MigrateDeps) {
         "  stratum migrate run  --to nspawn --bundle /srv/stratum-bundle\n" +
         "  stratum migrate status\n" +
         "  stratum migrate ack                                             # once reported\n" +
-        "After a crash or power loss, `stratum migrate resume` (run at boot by\n" +
-        "stratum-migrate-resume.service) finishes or rolls back. See docs/migration.md.",
+        "After a crash or power loss, `stratum migrate resume` finishes or rolls back;\n" +
+        "at every boot stratum-boot.service does it before starting the node stack\n" +
+        "(`stratum node boot`). See docs/migration.md.",
     );
 
     common(group.command("plan"))
@@ -177,6 +179,7 @@ export function migrateGroup(deps: MigrateDeps) {
             const current = await appliedNode(paths);
             if (current.mode === to) throw new UsageError(`This node already runs in ${to} mode`);
             const systemctl = deps.systemctl();
+            const startedAt = new Date();
             const spec = node.nodeSpec({
               paths,
               systemctl,
@@ -186,6 +189,7 @@ export function migrateGroup(deps: MigrateDeps) {
               node: current.node,
               ...(opts.bundle ? { bundle: opts.bundle } : {}),
               waitReadyMs,
+              migrationId: startedAt.toISOString(),
               log: (l) => out.log(l),
             });
             // Refuse before the first change: the resume unit is installed only
@@ -194,9 +198,9 @@ export function migrateGroup(deps: MigrateDeps) {
               await spec.preflight!(spec.target, deps.interrupted);
             } catch (err) {
               const failed = new migrate.ActionError("preflight", undefined, err);
-              return report(out, "run", outcomeOf(undefined, failed), undefined);
+              return report(out, "run", outcomeOf(undefined, { rolledBack: false, error: failed }));
             }
-            if (await node.installResumeUnit(paths, deps.selfCommand) && paths.root === "/") {
+            if (await node.installBootUnit(paths, deps.selfCommand) && paths.root === "/") {
               await systemctl.daemonReload();
             }
             const record = node.withFailpoint(
@@ -206,6 +210,7 @@ export function migrateGroup(deps: MigrateDeps) {
                 to,
                 sourceSlot: current.slot,
                 targetSlot: isolation.otherSlot(current.slot),
+                startedAt,
               }),
               deps.failpoint,
               deps.killSelf,
@@ -214,8 +219,18 @@ export function migrateGroup(deps: MigrateDeps) {
             const result = await migrate.runInPlace({ ...spec, record }, {
               signal: deps.interrupted,
             });
-            const journal = await store.load().catch(() => undefined);
-            return report(out, "run", outcomeOf(journal, result.error), journal);
+            let journal = await store.load().catch(() => undefined);
+            const first = migrate.find(result.error, migrate.ActionError);
+            if (
+              journal?.step === migrate.StepPreparing && !result.rolledBack &&
+              first?.action === "record" && first.step === undefined
+            ) {
+              // The first journal write failed after its rename landed: nothing
+              // was changed, so the journal must not outlive the run.
+              await store.remove().catch(() => {});
+              journal = await store.load().catch(() => undefined);
+            }
+            return report(out, "run", outcomeOf(journal, result), journal);
           },
         );
       });
@@ -235,38 +250,14 @@ export function migrateGroup(deps: MigrateDeps) {
         const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
         const paths = await rootPaths(opts.root);
         ctx.exitCode = await locked(paths, out, "stratum migrate resume", waitLockMs, async () => {
-          const store = new migrate.JournalStore(paths.journal);
-          const j = await loadJournal(store);
-          if (!j) return report(out, "resume", outcomeOf(undefined, undefined), undefined);
-          if (migrate.isTerminal(j.step)) {
-            // Nothing to do; a failed migration still needs a person.
-            const o = outcomeOf(j, undefined);
-            return report(out, "resume", {
-              ...o,
-              outcome: o.outcome === "failed" ? "failed" : "nothing-to-do",
-              exitCode: o.outcome === "failed" ? ExitAttention : ExitOK,
-            }, j);
-          }
-          if (!isolation.isSlot(j.sourceSlot) || !isolation.isSlot(j.targetSlot)) {
-            throw new migrate.ErrCorruptJournal(
-              store.path,
-              "an in-place journal without its slots",
-            );
-          }
-          const spec = node.nodeSpec({
+          const r = await resumeRecorded({
             paths,
             systemctl: deps.systemctl(),
-            from: j.from,
-            to: j.to,
-            sourceSlot: j.sourceSlot,
-            node: (await isolation.readNodeConfig(paths.nodeConfig).catch(() => undefined))?.node ??
-              "node",
             waitReadyMs,
+            signal: deps.interrupted,
             log: (l) => out.log(l),
           });
-          out.log(`resuming the ${j.from} → ${j.to} migration recorded at step ${j.step}`);
-          const r = await migrate.resume(store, spec, { signal: deps.interrupted });
-          return report(out, "resume", outcomeOf(r.journal, r.error), r.journal);
+          return report(out, "resume", resumeOutcome(r), r?.journal);
         });
       });
 
@@ -280,7 +271,7 @@ export function migrateGroup(deps: MigrateDeps) {
         const applied = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {
           throw new UsageError(messageOf(e));
         });
-        const o = j ? outcomeOf(j, undefined) : undefined;
+        const o = j ? outcomeOf(j) : undefined;
         const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
         const next = !j
           ? "none"
@@ -338,7 +329,10 @@ export function migrateGroup(deps: MigrateDeps) {
             );
           }
           await store.remove();
-          await host.removeFileDurable(paths.nodeConfigSaved).catch(() => {});
+          // What the migration kept for its rollback goes with it: a snapshot
+          // left behind must never be restored by a later migration.
+          await host.removeFileDurable(paths.nodeConfigSaved);
+          await host.removeTreeDurable(paths.snapshotDir);
           out.result(
             { outcome: "acknowledged", journal: journalDoc(j), nextAction: "none" },
             () => [
@@ -399,19 +393,9 @@ async function isDir(p: string): Promise<boolean> {
   return await Deno.stat(p).then((s) => s.isDirectory, () => false);
 }
 
-async function rootPaths(root: string): Promise<host.HostPaths> {
+export async function rootPaths(root: string): Promise<host.HostPaths> {
   if (!(await isDir(root))) throw new UsageError(`--root ${root} is not a directory`);
   return host.hostPaths(root);
-}
-
-/** The journal, undefined when there is none. An unreadable one is exit 3, never "none". */
-async function loadJournal(store: migrate.JournalStore): Promise<migrate.Journal | undefined> {
-  try {
-    return await store.load();
-  } catch (err) {
-    if (migrate.is(err, migrate.ErrNoJournal)) return undefined;
-    throw err;
-  }
 }
 
 async function appliedNode(paths: host.HostPaths): Promise<isolation.NodeConfig> {
@@ -436,7 +420,7 @@ function nextFor(j: migrate.Journal): string {
 }
 
 /** Runs `fn` under the migration lock; busy is exit 75 with the holder named. */
-async function locked(
+export async function locked(
   paths: host.HostPaths,
   out: Output,
   command: string,
@@ -478,11 +462,28 @@ async function locked(
   }
 }
 
-function report(
+/**
+ * The outcome of a resume: over a terminal journal it did nothing, which is
+ * `nothing-to-do` (exit 0) except for a failed migration, which still needs
+ * a person (exit 3). The journal is in the document either way.
+ */
+export function resumeOutcome(r: migrate.ResumeOutcome | undefined): Outcome {
+  if (!r) return outcomeOf(undefined);
+  if (r.acted) return outcomeOf(r.journal, r);
+  const o = outcomeOf(r.journal);
+  return o.outcome === "failed" ? o : {
+    ...o,
+    outcome: "nothing-to-do",
+    exitCode: ExitOK,
+    nextAction: `none: the migration already ended ${r.journal.step}; ${o.nextAction}`,
+  };
+}
+
+export function report(
   out: Output,
   command: string,
   o: Outcome,
-  journal: migrate.Journal | undefined,
+  journal?: migrate.Journal,
 ): number {
   if (o.exitCode !== ExitOK) {
     out.error(`migrate ${command}: ${o.outcome}${o.message ? `: ${o.message}` : ""}`);

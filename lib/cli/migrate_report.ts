@@ -15,14 +15,61 @@ export interface Outcome {
   readonly nextAction: string;
 }
 
+/** What a run or resume returned, as far as the report needs it. */
+export interface Ended {
+  readonly rolledBack: boolean;
+  readonly error?: Error | undefined;
+}
+
 /**
  * The outcome of a run or resume, from the journal it left (the source of
- * truth after any crash) and the error the orchestration returned.
+ * truth after any crash) and the result the orchestration returned. The
+ * result wins where the journal could not be written: a rollback that
+ * finished is reported done even when recording rolled-back failed, and a
+ * rollback that failed is exit 3 even when recording failed failed too.
  */
-export function outcomeOf(journal: migrate.Journal | undefined, error: Error | undefined): Outcome {
+export function outcomeOf(journal: migrate.Journal | undefined, ended?: Ended): Outcome {
+  const error = ended?.error;
   const failed = find(error, migrate.ActionError);
   const failedStep = failed ? { action: failed.action, step: failed.step ?? null } : null;
   const message = journal?.message ?? error?.message ?? null;
+  const attention = migrate.is(error, migrate.ErrRollbackFailed) ||
+    migrate.is(error, migrate.ErrTargetLost) || migrate.is(error, migrate.ErrTooManyAttempts);
+  if (journal?.step === migrate.StepFailed || attention) {
+    const unrecorded = journal?.step !== migrate.StepFailed
+      ? " (the journal could not record it)"
+      : "";
+    return {
+      outcome: "failed",
+      exitCode: ExitAttention,
+      failedStep,
+      rollback: migrate.is(error, migrate.ErrTargetLost) ||
+          migrate.is(error, migrate.ErrTooManyAttempts)
+        ? "not-needed"
+        : "failed",
+      message: (error?.message ?? journal?.message ?? "") + unrecorded || null,
+      nextAction: `needs attention: neither stack is known to run${
+        journal ? ` (slots ${journal.sourceSlot} and ${journal.targetSlot})` : ""
+      }; check \`systemctl status 'stratum-*.target'\`, bring one stack up by hand, make /etc/stratum/node.json name it, then \`stratum migrate ack\``,
+    };
+  }
+  if (ended?.rolledBack || journal?.step === migrate.StepRolledBack) {
+    const unrecorded = journal?.step !== migrate.StepRolledBack;
+    return {
+      outcome: "rolled-back",
+      exitCode: ExitFailed,
+      failedStep,
+      rollback: "done",
+      message: unrecorded
+        ? `${
+          error?.message ?? "rolled back"
+        } (the rollback finished, but the journal could not record it)`
+        : message,
+      nextAction: unrecorded
+        ? `the node runs in ${journal?.from} mode again; free the disk or fix what the message names, then run \`stratum migrate resume\` to record it`
+        : `the node runs in ${journal?.from} mode again; fix the cause, run \`stratum migrate ack\`, then retry`,
+    };
+  }
   if (journal === undefined) {
     if (!error) {
       return {
@@ -34,14 +81,18 @@ export function outcomeOf(journal: migrate.Journal | undefined, error: Error | u
         nextAction: "none",
       };
     }
-    // Preflight or download failed, or the first journal write: nothing was changed.
+    // Preflight or download failed, the first journal write failed, or the
+    // operator stopped it before the first step: nothing was changed.
+    const aborted = migrate.is(error, migrate.ErrAborted);
     return {
-      outcome: "refused",
+      outcome: aborted ? "interrupted" : "refused",
       exitCode: ExitUsage,
       failedStep,
       rollback: "not-needed",
       message,
-      nextAction: "fix what the message names and run again; nothing was changed",
+      nextAction: aborted
+        ? "nothing was changed; run it again when ready"
+        : "fix what the message names and run again; nothing was changed",
     };
   }
   switch (journal.step) {
@@ -54,26 +105,6 @@ export function outcomeOf(journal: migrate.Journal | undefined, error: Error | u
         message: null,
         nextAction:
           `none: the node runs in ${journal.to} mode; run \`stratum migrate ack\` once reported`,
-      };
-    case migrate.StepRolledBack:
-      return {
-        outcome: "rolled-back",
-        exitCode: ExitFailed,
-        failedStep,
-        rollback: "done",
-        message,
-        nextAction:
-          `the node runs in ${journal.from} mode again; fix the cause, run \`stratum migrate ack\`, then retry`,
-      };
-    case migrate.StepFailed:
-      return {
-        outcome: "failed",
-        exitCode: ExitAttention,
-        failedStep,
-        rollback: "failed",
-        message,
-        nextAction:
-          `needs attention: the migration failed and could not put the ${journal.from} stack back; check \`systemctl status stratum-${journal.sourceSlot}.target stratum-${journal.targetSlot}.target\`, bring one stack up by hand, then \`stratum migrate ack\``,
       };
     case migrate.StepReady:
       return {
@@ -90,7 +121,7 @@ export function outcomeOf(journal: migrate.Journal | undefined, error: Error | u
         outcome: "interrupted",
         exitCode: ExitAttention,
         failedStep,
-        rollback: migrate.is(error, migrate.ErrRollbackFailed) ? "failed" : "not-needed",
+        rollback: "not-needed",
         message,
         nextAction: `the journal stopped at ${journal.step}: run \`stratum migrate resume\``,
       };

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { cp } from "node:fs/promises";
-import { dirname, join, relative } from "node:path";
-import { ensureDir, syncDir } from "./durable_file.ts";
+import { basename, dirname, join, relative } from "node:path";
+import { ensureDir, syncDir, syncTree } from "./durable_file.ts";
 
 /** The manifest file in each mode's directory of a bundle, in `sha256sum` format. */
 export const manifestName = "SHA256SUMS";
@@ -60,21 +60,41 @@ export async function verifyBundle(dir: string): Promise<{ files: number; bytes:
 }
 
 /**
- * Copies a bundle directory to `dest` and verifies the copy, so what the
- * slot is built from is exactly what the manifest names. The copy is made
- * beside `dest` and renamed into place: `dest` holds a whole verified bundle
- * or its previous content.
+ * Installs a bundle's mode directory at `dest` so that `dest` is always a
+ * whole verified bundle, the old one or the new one, also across a power cut.
+ *
+ * `dest` is a symlink to a versioned directory beside it (`.NAME-VERSION`),
+ * as Kubernetes' atomic writer does for projected volumes. The new version
+ * is copied, fsynced, verified, and then a new symlink is renamed over
+ * `dest`, which swaps them in one step; old versions are removed after.
+ * A real directory at `dest` (an earlier layout) is moved aside first.
  */
 export async function installBundle(src: string, dest: string): Promise<void> {
   await verifyBundle(src);
-  const tmp = `${dest}.tmp-${Deno.pid}`;
+  const parent = dirname(dest);
+  const name = basename(dest);
+  const version = `.${name}-${Date.now().toString(36)}-${Deno.pid}`;
+  const tmp = join(parent, version);
+  await ensureDir(parent);
   await Deno.remove(tmp, { recursive: true }).catch(() => {});
-  await ensureDir(dirname(dest));
   await cp(src, tmp, { recursive: true, preserveTimestamps: true });
+  await syncTree(tmp);
+  await syncDir(parent);
   await verifyBundle(tmp);
-  await Deno.remove(dest, { recursive: true }).catch(() => {});
-  await Deno.rename(tmp, dest);
-  await syncDir(dirname(dest));
+  const link = join(parent, `.${name}.link-${Deno.pid}`);
+  await Deno.remove(link).catch(() => {});
+  await Deno.symlink(version, link);
+  const st = await Deno.lstat(dest).catch(() => undefined);
+  if (st?.isDirectory) await Deno.rename(dest, join(parent, `.${name}-legacy-${Deno.pid}`));
+  await Deno.rename(link, dest);
+  await syncDir(parent);
+  // Every other version of this bundle is now unreferenced.
+  for await (const e of Deno.readDir(parent)) {
+    if (e.name.startsWith(`.${name}-`) && e.name !== version) {
+      await Deno.remove(join(parent, e.name), { recursive: true }).catch(() => {});
+    }
+  }
+  await syncDir(parent);
 }
 
 /** Total size in bytes of the files under `dir`. */

@@ -14,30 +14,55 @@ interface Entry {
   file?: string;
 }
 
+interface Manifest {
+  owner: string;
+  entries: Entry[];
+}
+
 /**
- * A snapshot of host config files in one directory. `take` builds it in a
- * temp directory and renames it into place, so it exists whole or not at
- * all, which is what lets a rollback after a crash call `restore` safely.
+ * A snapshot of host config files in one directory, owned by one migration.
+ * `take` builds it in a temp directory and renames it into place, so it
+ * exists whole or not at all, which is what lets a rollback after a crash
+ * call `restore` safely.
+ *
+ * The snapshot records its owner (the migration's start time), and `restore`
+ * puts back only a snapshot its own migration took. A snapshot an earlier
+ * migration left (a discard that failed, a crash before its discard) must
+ * never be restored over the operator's current files.
  */
 export class ConfigSnapshot {
   readonly root: string;
   readonly dir: string;
   readonly files: readonly string[];
+  /** The migration this snapshot belongs to. */
+  readonly owner: string;
 
-  constructor(opts: { root: string; dir: string; files: readonly string[] }) {
+  constructor(opts: { root: string; dir: string; files: readonly string[]; owner: string }) {
     this.root = opts.root;
     this.dir = opts.dir;
     this.files = opts.files;
+    this.owner = opts.owner;
   }
 
-  /** Whether a complete snapshot exists. */
-  async exists(): Promise<boolean> {
+  /** The owner of the snapshot on disk, or undefined when there is none (or it is unreadable). */
+  async ownerOnDisk(): Promise<string | undefined> {
+    return (await this.#manifest().catch(() => undefined))?.owner;
+  }
+
+  async #manifest(): Promise<Manifest | undefined> {
+    let o: unknown;
     try {
-      await Deno.stat(join(this.dir, "manifest.json"));
-      return true;
-    } catch {
-      return false;
+      o = JSON.parse(await Deno.readTextFile(join(this.dir, "manifest.json")));
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return undefined;
+      throw err;
     }
+    const m = o as Partial<Manifest>;
+    if (typeof m?.owner !== "string" || !Array.isArray(m.entries)) {
+      // An unowned snapshot (an older format) belongs to no migration we run.
+      return { owner: "", entries: [] };
+    }
+    return m as Manifest;
   }
 
   /** Saves every listed file (or its absence). Replaces an older snapshot. */
@@ -61,7 +86,8 @@ export class ConfigSnapshot {
         entries.push({ path, present: false });
       }
     }
-    await writeFileDurable(join(tmp, "manifest.json"), JSON.stringify(entries, null, 2) + "\n");
+    const manifest: Manifest = { owner: this.owner, entries };
+    await writeFileDurable(join(tmp, "manifest.json"), JSON.stringify(manifest, null, 2) + "\n");
     await syncDir(join(tmp, "files"));
     await Deno.remove(this.dir, { recursive: true }).catch(() => {});
     await Deno.rename(tmp, this.dir);
@@ -71,17 +97,13 @@ export class ConfigSnapshot {
   /**
    * Puts every file back as it was when the snapshot was taken, removing
    * those that did not exist then. Resolves with nothing done when there is
-   * no snapshot. Keeps the snapshot, so a failed restore can be retried.
+   * no snapshot or it belongs to another migration. Keeps the snapshot, so a
+   * failed restore can be retried. Returns whether it restored.
    */
-  async restore(): Promise<void> {
-    let entries: Entry[];
-    try {
-      entries = JSON.parse(await Deno.readTextFile(join(this.dir, "manifest.json")));
-    } catch (err) {
-      if (err instanceof Deno.errors.NotFound) return;
-      throw err;
-    }
-    for (const e of entries) {
+  async restore(): Promise<boolean> {
+    const manifest = await this.#manifest();
+    if (!manifest || manifest.owner !== this.owner) return false;
+    for (const e of manifest.entries) {
       const real = join(this.root, e.path);
       if (e.present && e.file) {
         await ensureDir(dirname(real));
@@ -92,6 +114,7 @@ export class ConfigSnapshot {
         await removeFileDurable(real);
       }
     }
+    return true;
   }
 
   /** Removes the snapshot; a missing one is fine. */

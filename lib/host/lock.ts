@@ -1,4 +1,4 @@
-import $ from "dax";
+import * as exec from "../exec/mod.ts";
 import { dirname } from "node:path";
 import { ensureDir } from "./durable_file.ts";
 
@@ -113,5 +113,7 @@ export async function readHolder(path: string): Promise<LockHolder | undefined> 
 export async function bootId(): Promise<string> {
   // The real cat, by path: dax's built-in cat reads through Deno, which wants
   // --allow-all for /proc.
-  return (await $`/bin/cat /proc/sys/kernel/random/boot_id`.noThrow().text()).trim() || "unknown";
+  const r = await exec.run(["/bin/cat", "/proc/sys/kernel/random/boot_id"], { timeoutMs: 5_000 })
+    .catch(() => undefined);
+  return (r?.code === 0 ? r.stdout.trim() : "") || "unknown";
 }

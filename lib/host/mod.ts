@@ -19,6 +19,7 @@ export {
   removeStaleTemps,
   removeTreeDurable,
   syncDir,
+  syncTree,
   writeFileDurable,
   type WriteOptions,
 } from "./durable_file.ts";

@@ -1,4 +1,5 @@
 import $ from "dax";
+import * as exec from "../exec/mod.ts";
 import { join } from "node:path";
 
 /** Links a node stack leaves behind: Cilium's, its endpoints' veths, and ours. */
@@ -23,14 +24,24 @@ export interface CleanupReport {
  * named `cilium*`/`stratum*` and such chains in other tables; and the pinned
  * BPF objects under /sys/fs/bpf/stratum. Nothing else. Idempotent: a second
  * run finds nothing. Tools that are not installed are skipped.
+ *
+ * It runs while the node stack is down, so every command has a deadline
+ * (`callTimeoutMs`) and the signal: iptables waits at most a few seconds for
+ * the xtables lock, and a command that hangs or dies by a signal fails the
+ * cleanup instead of stalling or passing it.
  */
 export async function cleanupNetwork(
-  opts: { root: string; signal?: AbortSignal },
+  opts: { root: string; signal?: AbortSignal; callTimeoutMs?: number },
 ): Promise<CleanupReport> {
   const report: CleanupReport = { links: [], chains: [], tables: [], bpf: false };
-  await cleanupLinks(report);
-  for (const bin of ["iptables", "ip6tables"]) await cleanupIptables(bin, report);
-  await cleanupNft(report);
+  const o = { timeoutMs: opts.callTimeoutMs ?? 15_000, signal: opts.signal };
+  const sh: Sh = {
+    run: (argv) => exec.run(argv, o),
+    ok: (argv) => exec.output(argv, o),
+  };
+  await cleanupLinks(sh, report);
+  for (const bin of ["iptables", "ip6tables"]) await cleanupIptables(sh, bin, report);
+  await cleanupNft(sh, report);
   const bpf = join(opts.root, "/sys/fs/bpf/stratum");
   try {
     await Deno.remove(bpf, { recursive: true });
@@ -41,29 +52,49 @@ export async function cleanupNetwork(
   return report;
 }
 
+/** The runner every cleanup command goes through, with the cleanup's deadline and signal. */
+interface Sh {
+  run(argv: string[]): Promise<exec.Output>;
+  ok(argv: string[]): Promise<string>;
+}
+
+/** How long iptables waits for the xtables lock, in seconds: another user may hold it. */
+const xtablesWaitSeconds = "5";
+
 async function has(bin: string): Promise<boolean> {
   return (await $.which(bin)) !== undefined;
 }
 
-async function cleanupLinks(report: CleanupReport): Promise<void> {
+async function cleanupLinks(sh: Sh, report: CleanupReport): Promise<void> {
   if (!(await has("ip"))) return;
-  const links: { ifname: string }[] = JSON.parse(await $`ip -j link show`.text() || "[]");
+  const links: { ifname: string }[] = JSON.parse(
+    (await sh.ok(["ip", "-j", "link", "show"])) || "[]",
+  );
   for (const { ifname } of links) {
     if (!linkPattern.test(ifname)) continue;
     // Deleting one end of a veth pair deletes its peer: a later NotFound is fine.
-    const r = await $`ip link delete ${ifname}`.noThrow().stderr("piped");
+    const r = await sh.run(["ip", "link", "delete", ifname]);
     if (r.code === 0) report.links.push(ifname);
-    else if (!/Cannot find device/.test(r.stderr)) {
-      throw new Error(`ip link delete ${ifname}: ${r.stderr.trim()}`);
-    }
+    else if (r.code !== 1 || !/Cannot find device/.test(r.stderr)) throw new exec.ExitError(r);
   }
 }
 
-async function cleanupIptables(bin: string, report: CleanupReport): Promise<void> {
+async function cleanupIptables(sh: Sh, bin: string, report: CleanupReport): Promise<void> {
   if (!(await has(bin))) return;
+  const ipt = (table: string, ...args: string[]) => [
+    bin,
+    "-w",
+    xtablesWaitSeconds,
+    "-t",
+    table,
+    ...args,
+  ];
   for (const table of ["filter", "nat", "mangle", "raw"]) {
-    const r = await $`${bin} -w -t ${table} -S`.noThrow().stdout("piped").stderr("piped");
-    if (r.code !== 0) continue; // table not available in this kernel
+    const r = await sh.run(ipt(table, "-S"));
+    if (r.code > 128) throw new exec.ExitError(r);
+    // 4: the xtables lock stayed busy; anything else: table not in this kernel.
+    if (r.code === 4) throw new exec.ExitError(r);
+    if (r.code !== 0) continue;
     const lines = r.stdout.split("\n");
     const ours = lines
       .map((l) => /^-N (\S+)$/.exec(l)?.[1])
@@ -73,35 +104,37 @@ async function cleanupIptables(bin: string, report: CleanupReport): Promise<void
     for (const l of lines) {
       const m = /^-A (\S+) (.*-[jg] (\S+).*)$/.exec(l);
       if (m && !chainPattern.test(m[1]!) && ours.includes(m[3]!)) {
-        await $`${bin} -w -t ${table} -D ${m[1]!} ${splitRule(m[2]!)}`;
+        await sh.ok(ipt(table, "-D", m[1]!, ...splitRule(m[2]!)));
       }
     }
-    for (const c of ours) await $`${bin} -w -t ${table} -F ${c}`;
+    for (const c of ours) await sh.ok(ipt(table, "-F", c));
     for (const c of ours) {
-      await $`${bin} -w -t ${table} -X ${c}`;
+      await sh.ok(ipt(table, "-X", c));
       report.chains.push(`${bin} ${table} ${c}`);
     }
   }
 }
 
-async function cleanupNft(report: CleanupReport): Promise<void> {
+async function cleanupNft(sh: Sh, report: CleanupReport): Promise<void> {
   if (!(await has("nft"))) return;
-  const r = await $`nft -j list ruleset`.noThrow().stdout("piped").stderr("piped");
+  const r = await sh.run(["nft", "-j", "list", "ruleset"]);
+  if (r.code > 128) throw new exec.ExitError(r);
   if (r.code !== 0) return;
   const items: Record<string, { family: string; name: string; table?: string }>[] =
     JSON.parse(r.stdout || "{}").nftables ?? [];
   const tables = items.flatMap((i) => (i.table ? [i.table] : []));
   for (const t of tables) {
     if (!tablePattern.test(t.name)) continue;
-    await $`nft delete table ${t.family} ${t.name}`;
+    await sh.ok(["nft", "delete", "table", t.family, t.name]);
     report.tables.push(`${t.family} ${t.name}`);
   }
   // Chains iptables-nft made are gone already; these are chains added to other nft tables.
   for (const c of items.flatMap((i) => (i.chain ? [i.chain] : []))) {
     if (!chainPattern.test(c.name) || tablePattern.test(c.table ?? "")) continue;
-    const gone = await $`nft flush chain ${c.family} ${c.table!} ${c.name}`.noThrow().quiet();
+    const gone = await sh.run(["nft", "flush", "chain", c.family, c.table!, c.name]);
+    if (gone.code > 128) throw new exec.ExitError(gone);
     if (gone.code !== 0) continue;
-    await $`nft delete chain ${c.family} ${c.table!} ${c.name}`;
+    await sh.ok(["nft", "delete", "chain", c.family, c.table!, c.name]);
     report.chains.push(`nft ${c.family} ${c.table} ${c.name}`);
   }
 }

@@ -1,4 +1,4 @@
-import $ from "dax";
+import * as exec from "../exec/mod.ts";
 
 /** A systemctl call that failed, with the unit and systemd's own message. */
 export class UnitError extends Error {
@@ -105,19 +105,22 @@ export class Systemctl {
     return parts.map(([k, v]) => `${k}=${v}`).join(" ");
   }
 
-  async #run(args: string[], opts: UnitCallOptions) {
-    let cmd = $`systemctl --no-ask-password ${args}`
-      .noThrow()
-      .stdin("null")
-      .stdout("piped")
-      .stderr("piped")
-      .timeout(this.timeout);
-    if (opts.signal) cmd = cmd.signal(opts.signal);
-    const r = await cmd;
-    if (r.code === 124) {
-      throw new UnitError(args[0]!, args[1] ?? "", `no answer after ${this.timeout} ms`);
+  async #run(args: string[], opts: UnitCallOptions): Promise<exec.Output> {
+    try {
+      return await exec.run(["systemctl", "--no-ask-password", ...args], {
+        timeoutMs: this.timeout,
+        signal: opts.signal,
+      });
+    } catch (err) {
+      if (err instanceof exec.TimeoutError) {
+        throw new UnitError(
+          args[0]!,
+          args[1] ?? "",
+          opts.signal?.aborted ? "stopped (aborted)" : `no answer after ${this.timeout} ms`,
+        );
+      }
+      throw err;
     }
-    return r;
   }
 }
 

@@ -10,6 +10,7 @@ import {
   removeFileDurable,
   removeTreeDurable,
   syncDir,
+  syncTree,
   type Systemctl,
   UnitError,
   writeFileDurable,
@@ -134,11 +135,19 @@ export async function destroySlot(
   await removeTreeDurable(paths.slot(slot));
 }
 
-/** Lays a slot out from a verified bundle directory, replacing a half-built one. */
+/**
+ * Lays a slot out from a verified bundle directory, replacing a half-built
+ * one, and fsyncs all of it: the source stops only after the target is
+ * recorded, and a power cut after that must find every byte the target runs
+ * from on disk, not in the page cache.
+ */
 export async function layOut(bundleDir: string, slotDir: string): Promise<void> {
   await removeTreeDurable(slotDir);
   await ensureDir(dirname(slotDir));
-  await cp(bundleDir, slotDir, { recursive: true, preserveTimestamps: true });
+  // The installed bundle is a symlink to its current version: copy what it points at.
+  const from = await Deno.realPath(bundleDir);
+  await cp(from, slotDir, { recursive: true, preserveTimestamps: true });
+  await syncTree(slotDir);
   await syncDir(dirname(slotDir));
 }
 

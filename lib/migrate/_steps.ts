@@ -3,7 +3,13 @@
 
 import { join, messageOf } from "../errors/mod.ts";
 import type { SlotRef } from "../isolation/mod.ts";
-import { type Action, ActionError, ErrInvalidSpec, ErrRollbackFailed } from "./errors.ts";
+import {
+  type Action,
+  ActionError,
+  ErrInvalidSpec,
+  ErrRollbackFailed,
+  ErrTargetLost,
+} from "./errors.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import { type Step, StepComplete, StepFailed, StepRolledBack } from "./step.ts";
 
@@ -81,10 +87,16 @@ export interface Undo {
 /**
  * Undoes a migration in the order of the design: destroy the target, restore
  * the source's applied config, restore the host config, start the source,
- * discard the snapshot, record rolled-back. It stops at the first action that
- * fails, since a later one could make things worse (starting the source next
- * to a target that would not die), records failed and joins ErrRollbackFailed
- * with the cause.
+ * then discard the snapshot and record rolled-back.
+ *
+ * It stops at the first of the first four actions that fails, since a later
+ * one could make things worse (starting the source next to a target that
+ * would not die), records failed and joins ErrRollbackFailed with the cause.
+ * Once the source runs the rollback is done: a snapshot that cannot be
+ * discarded is a warning joined to the error (a later migration never
+ * restores another one's snapshot), and a rolled-back record that cannot be
+ * written is joined too, with `rolledBack` still true, since that is what
+ * happened to the node.
  */
 export async function rollback(
   spec: InPlaceSpec,
@@ -103,25 +115,48 @@ export async function rollback(
   if (undo.startSource) {
     actions.push(["start-source", () => spec.source.start(spec.sourceRoot, { signal: s })]);
   }
-  if (spec.discardConfig) actions.push(["discard-config", bind(spec.discardConfig)]);
 
   for (const [action, fn] of actions) {
     try {
       await progress.act(action, fn);
     } catch (err) {
-      const failure = join(cause, new ErrRollbackFailed({ cause: err }));
-      const recErr = await progress.record(spec, StepFailed, s, messageOf(failure)).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      const failure = join(cause, new ErrRollbackFailed({ cause: err }))!;
+      const recErr = await settle(progress.record(spec, StepFailed, s, messageOf(failure)));
       return { rolledBack: false, error: join(failure, recErr)! };
     }
   }
-  const recErr = await progress.record(spec, StepRolledBack, s, messageOf(cause)).then(
-    () => undefined,
-    (e: unknown) => e,
+  const warning = spec.discardConfig
+    ? await settle(progress.act("discard-config", bind(spec.discardConfig)))
+    : undefined;
+  const message = messageOf(cause) + (warning ? `; warning: ${messageOf(warning)}` : "");
+  const recErr = await settle(progress.record(spec, StepRolledBack, s, message));
+  return { rolledBack: true, error: join(cause, warning, recErr)! };
+}
+
+/** Resolves with the error `p` rejects with, or undefined. */
+async function settle(p: Promise<unknown>): Promise<Error | undefined> {
+  try {
+    await p;
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+/**
+ * Records failed after a target recorded ready could not be started again
+ * by a resume: the source may be gone, so nothing is undone.
+ */
+export async function targetLost(
+  spec: InPlaceSpec,
+  progress: Progress,
+  cause: unknown,
+): Promise<Result> {
+  const failure = new ErrTargetLost({ cause });
+  const recErr = await settle(
+    progress.record(spec, StepFailed, neverAborted, messageOf(failure)),
   );
-  return { rolledBack: undo.startSource, error: join(cause, recErr)! };
+  return { rolledBack: false, error: join(failure, recErr)! };
 }
 
 /**

@@ -64,6 +64,30 @@ export class ErrTooManyAttempts extends Error {
   }
 }
 
+/**
+ * The target was proven ready and recorded so, but a resume could not start
+ * it again, and the source may already be gone: nothing runs, so the
+ * migration is recorded failed and the node needs attention. Test with `is`.
+ */
+export class ErrTargetLost extends Error {
+  override name = "ErrTargetLost";
+  constructor(opts?: ErrorOptions) {
+    super(
+      "The target, already recorded ready, did not start again" +
+        (opts?.cause instanceof Error ? `: ${opts.cause.message}` : ""),
+      opts,
+    );
+  }
+}
+
+/**
+ * The migration was stopped (SIGINT/SIGTERM, or its signal aborted) before it
+ * changed anything: no journal was written and nothing is undone.
+ */
+export class ErrAborted extends Error {
+  override name = "ErrAborted";
+}
+
 /** A spec the orchestration cannot run: a programming error, found before anything happens. */
 export class ErrInvalidSpec extends Error {
   override name = "ErrInvalidSpec";

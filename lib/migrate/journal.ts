@@ -76,6 +76,7 @@ export function decodeJournal(text: string): Journal {
   if (!isStrategy(o.strategy)) throw new Error(`unknown strategy ${JSON.stringify(o.strategy)}`);
   if (!isMode(o.from)) throw new Error(`unknown mode in "from": ${JSON.stringify(o.from)}`);
   if (!isMode(o.to)) throw new Error(`unknown mode in "to": ${JSON.stringify(o.to)}`);
+  if (o.from === o.to) throw new Error(`"from" and "to" are both ${o.from}: not a migration`);
   if (!isStep(o.step)) throw new Error(`unknown step ${JSON.stringify(o.step)}`);
   for (const k of ["sourceSlot", "targetSlot"] as const) {
     if (o[k] !== undefined && !isSlot(o[k])) {
@@ -84,21 +85,24 @@ export function decodeJournal(text: string): Journal {
   }
   if (
     o.attempts !== undefined &&
-    !(typeof o.attempts === "number" && Number.isInteger(o.attempts) && o.attempts >= 0)
+    !(typeof o.attempts === "number" && Number.isInteger(o.attempts) && o.attempts >= 0 &&
+      o.attempts <= maxAttemptsField)
   ) {
     throw new Error(`"attempts" is not a count: ${JSON.stringify(o.attempts)}`);
   }
   if (o.message !== undefined && typeof o.message !== "string") {
     throw new Error(`"message" is not a string`);
   }
+  const startedAt = parseTime(o.startedAt, "startedAt");
+  const updatedAt = parseTime(o.updatedAt, "updatedAt");
   const j: Journal = {
     version: JournalVersion,
     strategy: o.strategy,
     from: o.from,
     to: o.to,
     step: o.step,
-    startedAt: parseTime(o.startedAt, "startedAt"),
-    updatedAt: parseTime(o.updatedAt, "updatedAt"),
+    startedAt,
+    updatedAt,
     ...(typeof o.sourceSlot === "string" ? { sourceSlot: o.sourceSlot } : {}),
     ...(typeof o.targetSlot === "string" ? { targetSlot: o.targetSlot } : {}),
     ...(typeof o.attempts === "number" && o.attempts > 0 ? { attempts: o.attempts } : {}),
@@ -107,11 +111,40 @@ export function decodeJournal(text: string): Journal {
   return j;
 }
 
-const rfc3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+/**
+ * The largest `attempts` a journal may hold. The loop guard stops at a few;
+ * anything near this is a damaged file, not a count.
+ */
+const maxAttemptsField = 1000;
 
+const rfc3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * Parses an RFC 3339 time strictly. `Date.parse` accepts what a clock never
+ * shows (`2024-02-30` becomes March 1st, `T24:00` the next day), and a journal
+ * holding such a time was not written by stratum.
+ */
 function parseTime(v: unknown, field: string): Date {
-  if (typeof v !== "string" || !rfc3339.test(v) || Number.isNaN(Date.parse(v))) {
-    throw new Error(`"${field}" is not an RFC 3339 time: ${JSON.stringify(v)}`);
+  const bad = () => new Error(`"${field}" is not an RFC 3339 time: ${JSON.stringify(v)}`);
+  if (typeof v !== "string") throw bad();
+  const m = rfc3339.exec(v);
+  if (!m) throw bad();
+  const [y, mo, d, h, mi, s] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const offH = m[9] === undefined ? 0 : Number(m[9]);
+  const offM = m[10] === undefined ? 0 : Number(m[10]);
+  const civil = new Date(Date.UTC(y, mo - 1, d, h, mi, s));
+  if (
+    civil.getUTCFullYear() !== y || civil.getUTCMonth() !== mo - 1 || civil.getUTCDate() !== d ||
+    h > 23 || mi > 59 || s > 59 || offH > 23 || offM > 59
+  ) {
+    throw bad();
   }
   return new Date(v);
 }

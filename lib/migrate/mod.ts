@@ -24,15 +24,17 @@
  * @module
  */
 
-export { is, join } from "../errors/mod.ts";
+export { find, is, join } from "../errors/mod.ts";
 export {
   type Action,
   ActionError,
+  ErrAborted,
   ErrCorruptJournal,
   ErrInterrupted,
   ErrInvalidSpec,
   ErrNoJournal,
   ErrRollbackFailed,
+  ErrTargetLost,
   ErrTooManyAttempts,
 } from "./errors.ts";
 export { decodeJournal, encodeJournal, type Journal, JournalVersion } from "./journal.ts";

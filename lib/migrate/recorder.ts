@@ -12,6 +12,11 @@ export interface JournalStart {
   readonly to: Mode;
   readonly sourceSlot?: Slot;
   readonly targetSlot?: Slot;
+  /**
+   * When the migration started; default: its first record. A caller that
+   * tags things with the migration's identity (the config snapshot) sets it.
+   */
+  readonly startedAt?: Date;
 }
 
 /** A Record hook over a JournalStore, and the journal it last wrote. */
@@ -42,7 +47,7 @@ export function recorder(store: JournalStore, start: JournalStart | Journal): Re
       ...(base.sourceSlot ? { sourceSlot: base.sourceSlot } : {}),
       ...(base.targetSlot ? { targetSlot: base.targetSlot } : {}),
       step,
-      startedAt: now,
+      startedAt: base.startedAt ?? now,
       updatedAt: now,
     };
     const { attempts: _a, message: _m, ...rest } = prev;

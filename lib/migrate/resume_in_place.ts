@@ -1,5 +1,5 @@
 import { join } from "../errors/mod.ts";
-import { checkSpec, finish, neverAborted, Progress, rollback } from "./_steps.ts";
+import { checkSpec, finish, neverAborted, Progress, rollback, targetLost } from "./_steps.ts";
 import { ErrInterrupted, ErrInvalidSpec } from "./errors.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import {
@@ -34,6 +34,9 @@ export interface ResumeOptions {
  * - awaiting-ready: the target ran and was recorded. Starts it (a no-op if it
  *   runs), waits for it as the original run would, then finishes or rolls back.
  * - ready: only cleanup was left. Makes sure the target runs and finishes.
+ *   A target that will not start again is recorded failed (ErrTargetLost):
+ *   the source's config and slot may already be removed, so there may be
+ *   nothing to roll back to.
  * - complete, rolled-back, failed: nothing to do.
  *
  * Never rejects; see Result.
@@ -63,7 +66,7 @@ export async function resumeInPlace(
         startSource: true,
       }, new ErrInterrupted("Migration was interrupted before the source was stopped"));
       // The source never stopped: a clean undo is not an error of its own.
-      return r.error && r.error instanceof ErrInterrupted ? { rolledBack: r.rolledBack } : r;
+      return r.error instanceof ErrInterrupted ? { rolledBack: r.rolledBack } : r;
     }
     case StepStoppingSource:
     case StepStartingTarget:
@@ -93,7 +96,7 @@ export async function resumeInPlace(
       try {
         await progress.act("start-target", () => spec.target.start(target, { signal }));
       } catch (err) {
-        return { target, rolledBack: false, error: err as Error };
+        return await targetLost(spec, progress, err);
       }
       return await finish(spec, progress, target, signal);
     }

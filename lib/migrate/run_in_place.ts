@@ -1,5 +1,6 @@
 import type { SlotRef } from "../isolation/mod.ts";
 import { checkSpec, finish, neverAborted, Progress, rollback, targetRootOf } from "./_steps.ts";
+import { ErrAborted } from "./errors.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import {
   StepAwaitingReady,
@@ -20,8 +21,9 @@ export interface RunOptions {
 }
 
 /**
- * Performs the in-place steps of the design. Nothing is mutated when
- * preflight or download fails. Every step that changes the host is recorded
+ * Performs the in-place steps of the design. Nothing is mutated, and no
+ * journal written, when preflight or download fails, when the signal aborts
+ * before the first step, or when the first journal write fails. Every step that changes the host is recorded
  * first. Once the target may exist, any failure destroys it and, if the
  * source may have been stopped, starts the source again. The source slot is
  * kept until waitReady succeeds.
@@ -42,15 +44,25 @@ export async function runInPlace(spec: InPlaceSpec, opts: RunOptions = {}): Prom
     return { rolledBack: false, error: err as Error };
   }
 
+  // Until preparing is recorded nothing has changed, so nothing is undone
+  // and no journal is left: an abort here, or a first journal write that
+  // fails, ends the run as if it never started.
+  try {
+    if (signal.aborted) {
+      throw new ErrAborted("Migration stopped before it changed anything", {
+        cause: signal.reason,
+      });
+    }
+    await progress.record(spec, StepPreparing, signal);
+  } catch (err) {
+    return { rolledBack: false, error: err as Error };
+  }
+
   // What a rollback must undo grows as the steps go.
   let target: SlotRef | undefined;
-  let targetTouched = false;
   let sourceMayBeStopped = false;
   let persisted = false;
   try {
-    signal.throwIfAborted();
-    await progress.record(spec, StepPreparing, signal);
-    targetTouched = true;
     if (spec.snapshotConfig) {
       await progress.act("snapshot-config", () => spec.snapshotConfig!(signal));
     }
@@ -76,7 +88,7 @@ export async function runInPlace(spec: InPlaceSpec, opts: RunOptions = {}): Prom
     await progress.record(spec, StepReady, signal);
   } catch (err) {
     return await rollback(spec, progress, {
-      target: targetTouched ? (target ?? targetRootOf(spec)) : undefined,
+      target: target ?? targetRootOf(spec),
       persisted,
       startSource: sourceMayBeStopped,
     }, err as Error);

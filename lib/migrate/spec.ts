@@ -85,7 +85,11 @@ export interface InPlaceSpec {
 export interface Result {
   /** The slot the node now runs in. Set only when the target is up and recorded ready. */
   readonly target?: SlotRef;
-  /** True when a failure was followed by a completed rollback that started the source. */
+  /**
+   * True when a failure was followed by a completed rollback: the source runs
+   * in its original mode again (started, or never stopped). Agrees with a
+   * journal at rolled-back, also when recording it failed.
+   */
   readonly rolledBack: boolean;
   /**
    * Why the migration did not complete, every cause joined: test it with

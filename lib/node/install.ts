@@ -1,9 +1,11 @@
 import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
+import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 
 /**
  * Brings up a node's first stack: installs the bundle's `mode` directory,
- * builds and starts slot `slot`, and records it in node.json. This is what
+ * builds and starts slot `slot`, records it in node.json, and installs the
+ * boot unit that brings that slot up again at every boot. This is what
  * provisioning does before any migration; the tests and the demo use it to
  * have a node to migrate.
  */
@@ -15,6 +17,8 @@ export async function installNode(
     slot: isolation.Slot;
     node: string;
     bundle: string;
+    /** How systemd runs stratum, for the boot unit. */
+    self: SelfCommand;
   },
 ): Promise<void> {
   const deps = { paths: o.paths, systemctl: o.systemctl };
@@ -27,5 +31,6 @@ export async function installNode(
   });
   await backend.start(ref);
   await isolation.writeNodeConfig(o.paths.nodeConfig, { mode: o.mode, slot: o.slot, node: o.node });
-  if (await isolation.prepareHost(o.paths, o.mode)) await o.systemctl.daemonReload();
+  const prepared = await isolation.prepareHost(o.paths, o.mode);
+  if ((await installBootUnit(o.paths, o.self)) || prepared) await o.systemctl.daemonReload();
 }

@@ -23,4 +23,12 @@ export { ErrNotReady, nodeSpec, type NodeSpecOptions, waitReady } from "./spec.t
 export { installNode } from "./install.ts";
 export { plan, type PlannedStep } from "./plan.ts";
 export { withFailpoint } from "./failpoint.ts";
-export { installResumeUnit, resumeUnit, resumeUnitText } from "./resume_unit.ts";
+export {
+  bootUnit,
+  bootUnitText,
+  installBootUnit,
+  legacyResumeUnit,
+  type SelfCommand,
+  selfCommand,
+} from "./boot_unit.ts";
+export { boot, type BootDeps, type BootResult } from "./boot.ts";

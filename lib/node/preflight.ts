@@ -1,4 +1,4 @@
-import $ from "dax";
+import * as exec from "../exec/mod.ts";
 import { dirname, join } from "node:path";
 import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
@@ -68,7 +68,7 @@ export async function preflight(
 export async function freeSpace(path: string): Promise<number> {
   let p = path;
   while (!(await Deno.stat(p).then(() => true, () => false)) && dirname(p) !== p) p = dirname(p);
-  const out = await $`df -P -B1 ${join(p, ".")}`.text();
+  const out = await exec.output(["df", "-P", "-B1", join(p, ".")], { timeoutMs: 10_000 });
   const fields = out.trim().split("\n").pop()!.trim().split(/\s+/);
   return Number(fields[3]);
 }

@@ -16,6 +16,11 @@ export interface NodeSpecOptions {
   readonly bundle?: string;
   /** How long waitReady waits for the target to be healthy, in ms. */
   readonly waitReadyMs: number;
+  /**
+   * The migration's identity (its journal's startedAt, RFC 3339): the config
+   * snapshot it takes is tagged with it, and only that snapshot is restored.
+   */
+  readonly migrationId: string;
   /** Progress lines for the operator (stderr). */
   readonly log?: (line: string) => void;
 }
@@ -46,6 +51,7 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
     root: paths.root,
     dir: paths.snapshotDir,
     files: isolation.snapshotFiles(),
+    owner: o.migrationId,
   });
   return {
     source: isolation.backendFor(o.from, deps),
@@ -68,10 +74,19 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
       await host.installBundle(`${o.bundle}/${o.to}`, installed);
     },
     snapshotConfig: () => snapshot.take(),
-    restoreConfig: () => snapshot.restore(),
+    restoreConfig: async () => {
+      const stale = await snapshot.ownerOnDisk();
+      if (!(await snapshot.restore()) && stale !== undefined) {
+        log(
+          `restore-config: left alone a config snapshot of another migration (${
+            stale || "unowned"
+          })`,
+        );
+      }
+    },
     discardConfig: () => snapshot.discard(),
-    cleanupNetwork: async () => {
-      const r = await host.cleanupNetwork({ root: paths.root });
+    cleanupNetwork: async (signal) => {
+      const r = await host.cleanupNetwork({ root: paths.root, signal });
       const n = r.links.length + r.chains.length + r.tables.length + (r.bpf ? 1 : 0);
       if (n > 0) log(`cleanup-network: removed ${n} leftovers of the source stack`);
     },

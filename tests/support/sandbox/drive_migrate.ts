@@ -18,10 +18,12 @@ if (!isolation.isMode(from) || !isolation.isMode(to) || !bundle) {
 const paths = host.hostPaths("/");
 const systemctl = new host.Systemctl({ timeout: 60_000 });
 
-await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle });
+const self = node.selfCommand(new URL("../../../main.ts", import.meta.url).href);
+await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
 const before = await health();
 const store = new migrate.JournalStore(paths.journal);
 const spec = node.nodeSpec({
+  migrationId: new Date().toISOString(),
   paths,
   systemctl,
   from,

@@ -13,4 +13,5 @@ await node.installNode({
   slot: "a",
   node: "node-1",
   bundle,
+  self: node.selfCommand(new URL("../../../main.ts", import.meta.url).href),
 });

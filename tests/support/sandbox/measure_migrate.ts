@@ -26,7 +26,8 @@ async function healthy(): Promise<boolean> {
   }
 }
 
-await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle });
+const self = node.selfCommand(new URL("../../../main.ts", import.meta.url).href);
+await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
 
 // Time inside every hook and backend call.
 let inside = 0;
@@ -55,6 +56,7 @@ function timedBackend(b: isolation.Backend): isolation.Backend {
   };
 }
 const spec = node.nodeSpec({
+  migrationId: new Date().toISOString(),
   paths,
   systemctl,
   from,

@@ -1,0 +1,71 @@
+import type * as isolation from "../isolation/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+
+/** What {@linkcode boot} needs; `stratum node boot` wires the real ones. */
+export interface BootDeps {
+  /**
+   * Resolves a recorded migration (finish or roll back) and returns what it
+   * did, or undefined when no journal exists. Rejects on an unreadable
+   * journal.
+   */
+  readonly resume: () => Promise<migrate.ResumeOutcome | undefined>;
+  /** The slot the node's applied config names; undefined on a node never installed. */
+  readonly applied: () => Promise<isolation.SlotRef | undefined>;
+  /** Starts a slot's stack; idempotent (a running stack stays as it is). */
+  readonly start: (ref: isolation.SlotRef) => Promise<void>;
+}
+
+/** What a boot did. */
+export interface BootResult {
+  /** The resume's outcome; undefined when there was no journal. */
+  readonly resumed: migrate.ResumeOutcome | undefined;
+  /** The slot started; undefined when nothing was started. */
+  readonly started: isolation.SlotRef | undefined;
+  /** Why nothing was started although a stack should run. */
+  readonly error?: Error;
+  /** True when the node needs a person: the migration failed, so nothing was started. */
+  readonly attention: boolean;
+}
+
+/**
+ * Brings the node stack up at boot: first resolves a journal, so that a
+ * migration a power cut interrupted finishes or rolls back before anything
+ * starts, then starts the slot the applied config names. A migration
+ * switches that slot durably (persistTarget/restoreSource write node.json),
+ * so the slot started here is the one the journal's outcome left applied.
+ *
+ * A journal at failed starts nothing: which stack may safely run is a
+ * person's decision. An unreadable journal rejects and starts nothing, for
+ * the same reason.
+ */
+export async function boot(deps: BootDeps): Promise<BootResult> {
+  const resumed = await deps.resume();
+  if (resumed && (resumed.journal.step === migrate.StepFailed || failedHard(resumed.error))) {
+    return { resumed, started: undefined, attention: true };
+  }
+  const ref = await deps.applied();
+  if (!ref) return { resumed, started: undefined, attention: false };
+  try {
+    await deps.start(ref);
+  } catch (err) {
+    // Exit 1: the boot unit tries again (Restart=on-failure), bounded by its start limit.
+    return { resumed, started: undefined, error: err as Error, attention: false };
+  }
+  if (resumed && !migrate.isTerminal(resumed.journal.step)) {
+    // The resume could not finish (say, its journal write failed). The stack
+    // node.json names runs, which is the one the journal's step allows; the
+    // error makes the unit run the boot again to finish the migration.
+    return {
+      resumed,
+      started: ref,
+      error: resumed.error ?? new Error(`the migration is still at ${resumed.journal.step}`),
+      attention: false,
+    };
+  }
+  return { resumed, started: ref, attention: false };
+}
+
+function failedHard(err: Error | undefined): boolean {
+  return migrate.is(err, migrate.ErrRollbackFailed) || migrate.is(err, migrate.ErrTargetLost) ||
+    migrate.is(err, migrate.ErrTooManyAttempts);
+}

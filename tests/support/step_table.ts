@@ -1,0 +1,51 @@
+// The in-place step table of docs/migration.md, read as data: the tests take
+// the expected order of calls and the write-ahead rule from the
+// specification, never from a recording of the code's own run.
+
+import type * as migrate from "../../lib/migrate/mod.ts";
+import type { Call } from "./fake_node.ts";
+
+export interface StepRow {
+  /** The journal step recorded before the row's calls; undefined for preflight and download. */
+  readonly step: migrate.Step | undefined;
+  readonly calls: readonly Call[];
+}
+
+/** Parses the table under "## The steps, in order". */
+export async function readStepTable(): Promise<StepRow[]> {
+  const doc = await Deno.readTextFile(new URL("../../docs/migration.md", import.meta.url));
+  const section = doc.split("## The steps, in order")[1]?.split("\n## ")[0] ?? "";
+  const rows: StepRow[] = [];
+  for (const line of section.split("\n")) {
+    const cells = line.split("|").map((c) => c.trim());
+    if (!/^\d+$/.test(cells[1] ?? "")) continue;
+    const names = (cell: string | undefined) =>
+      [...(cell ?? "").matchAll(/`([a-z-]+)`/g)].map((m) => m[1]!);
+    const step = names(cells[4])[0] as migrate.Step | undefined;
+    rows.push({ step, calls: names(cells[3]) as Call[] });
+  }
+  if (rows.length < 8) throw new Error("docs/migration.md: the step table is missing");
+  return rows;
+}
+
+/** The calls of a clean run as the table orders them: each new step's record, then its calls. */
+export function expectedCalls(rows: readonly StepRow[]): Call[] {
+  const out: Call[] = [];
+  let last: migrate.Step | undefined;
+  for (const r of rows) {
+    if (r.step !== undefined && r.step !== last) out.push(`save:${r.step}`);
+    last = r.step ?? last;
+    out.push(...r.calls);
+  }
+  return out;
+}
+
+/** Each forward call and the step that must be recorded before it. */
+export function writeAheadRule(rows: readonly StepRow[]): Map<Call, migrate.Step> {
+  const m = new Map<Call, migrate.Step>();
+  for (const r of rows) {
+    // discard-config also runs in a rollback, at any step: it is not a forward-only call.
+    for (const c of r.calls) if (r.step && c !== "discard-config") m.set(c, r.step);
+  }
+  return m;
+}

@@ -72,6 +72,18 @@ Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never 
     "unknown mode": good.replace('"nspawn"', '"docker"'),
     "bad time": good.replace(/"startedAt": "[^"]+"/, '"startedAt": "yesterday"'),
     "bad slot": good.replace('"sourceSlot": "a"', '"sourceSlot": "c"'),
+    // Values no clock or migration produces: a damaged or hand-made file.
+    "February 30th": good.replace(/"startedAt": "[^"]+"/, '"startedAt": "2024-02-30T10:00:00Z"'),
+    "hour 24": good.replace(/"updatedAt": "[^"]+"/, '"updatedAt": "2026-11-30T24:00:00Z"'),
+    "minute 60": good.replace(/"updatedAt": "[^"]+"/, '"updatedAt": "2026-11-30T10:60:00Z"'),
+    "offset +25:00": good.replace(
+      /"startedAt": "[^"]+"/,
+      '"startedAt": "2026-11-30T10:00:00+25:00"',
+    ),
+    "from == to": good.replace('"to": "nspawn"', '"to": "host"'),
+    "attempts 1e308": good.replace('"step"', '"attempts": 1e308,\n  "step"'),
+    "attempts -1": good.replace('"step"', '"attempts": -1,\n  "step"'),
+    "attempts 2.5": good.replace('"step"', '"attempts": 2.5,\n  "step"'),
   };
   for (const [name, text] of Object.entries(cases)) {
     await t.step(name, async () => {
@@ -85,6 +97,19 @@ Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never 
       assert((err as Error).message.includes(store.path), (err as Error).message);
     });
   }
+});
+
+Deno.test("load() accepts real times: leap day, offsets, fractions, and small counts", async () => {
+  const good = migrate.encodeJournal(sample());
+  const store = await tempStore();
+  await Deno.writeTextFile(
+    store.path,
+    good.replace(/"startedAt": "[^"]+"/, '"startedAt": "2024-02-29T23:59:59.999+05:30"')
+      .replace('"step"', '"attempts": 3,\n  "step"'),
+  );
+  const j = await store.load();
+  assertEquals(j.startedAt.toISOString(), "2024-02-29T18:29:59.999Z");
+  assertEquals(j.attempts, 3);
 });
 
 Deno.test("load() says a future version was written by a newer stratum", async () => {

@@ -9,85 +9,13 @@
 // units and slot are gone, node.json names the source) — or it says failed
 // and the command exited 3.
 
-import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
-import { type Behavior, makeBundle } from "./support/bundle.ts";
-import { nspawnUnavailable, repoRoot, Sandbox } from "./support/sandbox.ts";
+import { join } from "node:path";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { bundle, Node } from "./support/sandbox_node.ts";
 
 if (nspawnUnavailable) console.error(`migrate CLI tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
-type Mode = "host" | "nspawn";
-
-async function bundle(behavior?: Partial<Record<Mode, Behavior>>): Promise<string> {
-  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-  const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
-  return await makeBundle(dir, behavior ? { behavior } : {});
-}
-
-class Node implements AsyncDisposable {
-  private constructor(
-    readonly sb: Sandbox,
-    readonly bundle: string,
-    readonly from: Mode,
-    readonly to: Mode,
-  ) {}
-
-  static async boot(from: Mode, behavior?: Partial<Record<Mode, Behavior>>): Promise<Node> {
-    const sb = await Sandbox.start();
-    const b = await bundle(behavior);
-    const r = await sb.deno(["run", "-A", "tests/support/sandbox/install_node.ts", from, b]);
-    if (r.code !== 0) {
-      await sb[Symbol.asyncDispose]();
-      throw new Error(`install failed: ${r.stderr}`);
-    }
-    return new Node(sb, b, from, from === "host" ? "nspawn" : "host");
-  }
-
-  async stratum(args: string[], env: Record<string, string> = {}) {
-    const r = await this.sb.deno(["run", "-A", "main.ts", ...args], env);
-    let doc: any = undefined;
-    try {
-      doc = JSON.parse(r.stdout);
-    } catch { /* not --json */ }
-    return { ...r, doc };
-  }
-
-  async state(): Promise<any> {
-    const r = await this.sb.deno(["run", "-A", "tests/support/sandbox/inspect.ts"]);
-    assertEquals(r.code, 0, r.stderr);
-    return JSON.parse(r.stdout);
-  }
-
-  /** Checks the invariant; returns the journal's step. */
-  async assertInvariant(label: string): Promise<string> {
-    const s = await this.state();
-    const step = s.journal?.step;
-    if (step === "failed") return step;
-    assertEquals(
-      s.active.a !== s.active.b,
-      true,
-      `${label}: exactly one stack runs: ${JSON.stringify(s.active)}`,
-    );
-    if (step === "complete") {
-      assertEquals(s.active, { a: false, b: true }, label);
-      assertEquals(s.health, `200 ok ${this.to} node-1`, label);
-      assertEquals([s.units.a, s.slots.a], [[], false], `${label}: the source is gone`);
-      assertEquals([s.node.mode, s.node.slot], [this.to, "b"], label);
-    } else if (step === "rolled-back") {
-      assertEquals(s.active, { a: true, b: false }, label);
-      assertEquals(s.health, `200 ok ${this.from} node-1`, label);
-      assertEquals([s.units.b, s.slots.b], [[], false], `${label}: the target is gone`);
-      assertEquals([s.node.mode, s.node.slot], [this.from, "a"], label);
-    } else {
-      throw new Error(`${label}: journal left at ${JSON.stringify(s.journal)}`);
-    }
-    return step;
-  }
-
-  async [Symbol.asyncDispose]() {
-    await this.sb[Symbol.asyncDispose]();
-  }
-}
 
 for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
   Deno.test({
@@ -396,5 +324,54 @@ Deno.test({
     await first.stderr.cancel();
     assertEquals(status.code, 1, "the first run rolls back on its own");
     assertEquals(await n.assertInvariant("after the first run"), "rolled-back");
+  },
+});
+
+Deno.test({
+  name:
+    "a first journal write that fails changes nothing: refused, exit 2, no journal, no rollback",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host");
+    const before = await n.state();
+    const r = await n.stratum(
+      ["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--json"],
+      {
+        STRATUM_FAILPOINT: "fail-record:preparing",
+      },
+    );
+    assertEquals([r.code, r.doc.outcome, r.doc.rollback], [2, "refused", "not-needed"], r.stderr);
+    const after = await n.state();
+    assertEquals(after.journal, null, "no journal is left");
+    // Only what a refused run may leave: the boot unit and the verified bundle copy.
+    const changed = Object.keys(after.files).filter((f) =>
+      after.files[f] !== before.files[f] && !f.includes("/bundles/") &&
+      !f.endsWith("stratum-boot.service")
+    );
+    assertEquals(changed, [], "no file of the node changed");
+    assertEquals([after.active, after.health], [{ a: true, b: false }, "200 ok host node-1"]);
+  },
+});
+
+Deno.test({
+  name:
+    "a rolled-back record that cannot be written is still reported as a finished rollback (exit 1)",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host", { nspawn: "fail-start" });
+    const r = await n.stratum(
+      ["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--json"],
+      {
+        STRATUM_FAILPOINT: "fail-record:rolled-back",
+      },
+    );
+    assertEquals([r.code, r.doc.outcome, r.doc.rollback], [1, "rolled-back", "done"], r.stderr);
+    assert(/could not record it/.test(r.doc.message), r.doc.message);
+    const s = await n.state();
+    assertEquals([s.active, s.health], [{ a: true, b: false }, "200 ok host node-1"]);
+    // The next resume records what happened.
+    const again = await n.stratum(["migrate", "resume", "--json"]);
+    assertEquals([again.code, again.doc.journal.step], [1, "rolled-back"], again.stderr);
+    assertEquals(await n.assertInvariant("after the resume"), "rolled-back");
   },
 });

@@ -134,16 +134,17 @@ export async function ensureDir(dir: string): Promise<void> {
  * Fsyncs every regular file and directory under `dir` (and `dir` itself), so
  * a tree written with ordinary writes (a copy) survives a power cut. A
  * symlink is a directory entry, made durable by its directory's fsync.
- * Files are synced a few at a time: each fsync waits on the disk.
+ * Files are synced a few at a time: each fsync waits on the disk. With
+ * `dirsOnly`, only the directories (after adding entries to a synced tree).
  */
-export async function syncTree(dir: string): Promise<void> {
+export async function syncTree(dir: string, opts: { dirsOnly?: boolean } = {}): Promise<void> {
   const files: string[] = [];
   const dirs: string[] = [];
   const walk = async (d: string) => {
     for await (const e of Deno.readDir(d)) {
       const p = join(d, e.name);
       if (e.isDirectory) await walk(p);
-      else if (e.isFile) files.push(p);
+      else if (e.isFile && !opts.dirsOnly) files.push(p);
     }
     dirs.push(d);
   };

@@ -1,4 +1,4 @@
-import { ensureDir } from "../host/mod.ts";
+import { ensureDir, syncTree } from "../host/mod.ts";
 import { join } from "node:path";
 import {
   layOut,
@@ -45,6 +45,9 @@ export class NspawnBackend extends SlotBackend {
         if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
       });
     }
+    // The links and mount points must survive a power cut like the rest of
+    // the slot (layOut synced what it copied, not what is made here).
+    await syncTree(slotDir, { dirsOnly: true });
     const stack = await readStack(slotDir);
     if (stack.services.length !== 1) {
       throw new Error(

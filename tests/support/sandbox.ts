@@ -50,15 +50,26 @@ export class Sandbox implements AsyncDisposable {
     this.pid = pid;
   }
 
-  /** Boots a sandbox and waits until its systemd reports running. */
-  static async start(): Promise<Sandbox> {
+  /**
+   * Boots a sandbox and waits until its systemd reports running (every job
+   * of the boot done). With `state`, /etc and /var live in that directory on
+   * disk and survive {@linkcode powerCut}, so `start` again boots the same
+   * node; `unit` picks what to boot (multi-user.target: as a node does).
+   */
+  static async start(
+    opts: { state?: string; unit?: "sandbox.target" | "multi-user.target" } = {},
+  ): Promise<Sandbox> {
     if (sandboxUnavailable) throw new Error(`sandbox unavailable: ${sandboxUnavailable}`);
     // Paths the sandbox must still see if they live under the host's /tmp.
     const keep = [repoRoot, dirname(await Deno.realPath(Deno.execPath())), Deno.env.get("DENO_DIR")]
       .filter((p): p is string => p !== undefined && p.startsWith("/tmp/"));
     const child = new Deno.Command("unshare", {
       args: ["--pid", "--fork", "--mount", "--uts", "--ipc", "--net", "--mount-proc", bootScript],
-      env: { KEEP: keep.join(":") },
+      env: {
+        KEEP: keep.join(":"),
+        ...(opts.state ? { STATE: opts.state } : {}),
+        UNIT: opts.unit ?? "sandbox.target",
+      },
       stdin: "null",
       stdout: "null",
       stderr: "piped",
@@ -146,6 +157,16 @@ export class Sandbox implements AsyncDisposable {
   /** Whether a unit is active inside the sandbox. */
   async isActive(unit: string): Promise<boolean> {
     return (await this.exec(["systemctl", "is-active", "--quiet", unit])).code === 0;
+  }
+
+  /**
+   * A power cut: SIGKILL of the sandbox's systemd, which kills every process
+   * in its PID namespace at once; nothing gets to stop cleanly. (The same
+   * kernel keeps unsynced data, which is why durability is checked under
+   * strace separately.)
+   */
+  async powerCut(): Promise<void> {
+    await this[Symbol.asyncDispose]();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {

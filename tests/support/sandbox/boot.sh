@@ -10,6 +10,13 @@
 #
 # KEEP (colon-separated) names paths under /tmp that must stay visible inside
 # (a checkout cloned under /tmp, a Deno install there).
+#
+# STATE, when set, is a directory on disk that holds the overlays' upper and
+# work dirs instead of /run, so a "power cut" (SIGKILL of this systemd, which
+# takes every process of the namespace with it) can be followed by a boot of
+# the same /etc and /var. UNIT is the unit to boot: sandbox.target (default),
+# or multi-user.target to boot as a node does, with every unit the host
+# enables masked so that only the sandbox's own (stratum's) start.
 set -euo pipefail
 
 mount --make-rprivate /
@@ -26,11 +33,17 @@ for p in "${keep[@]}"; do
   mount --bind "/mnt/${p#/tmp/}" "$p"
 done
 
+# The host's enabled units, read before the overlay hides which are the host's.
+host_wants=$(find /etc/systemd/system -mindepth 2 -maxdepth 2 -path '*.wants/*' -printf '%f\n' |
+  grep -v '^stratum' | sort -u || true)
+
 mount -t tmpfs -o mode=755 tmpfs /run
+overlays=/run/overlay
+if [ -n "${STATE:-}" ]; then overlays=$STATE; fi
 for d in etc var; do
-  mkdir -p "/run/overlay/$d/upper" "/run/overlay/$d/work"
+  mkdir -p "$overlays/$d/upper" "$overlays/$d/work"
   mount -t overlay overlay \
-    -o "lowerdir=/$d,upperdir=/run/overlay/$d/upper,workdir=/run/overlay/$d/work" "/$d"
+    -o "lowerdir=/$d,upperdir=$overlays/$d/upper,workdir=$overlays/$d/work" "/$d"
 done
 
 mask=(
@@ -47,6 +60,14 @@ mask=(
   apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer fstrim.timer man-db.timer
   dpkg-db-backup.timer
 )
+unit=${UNIT:-sandbox.target}
+if [ "$unit" = multi-user.target ]; then
+  # shellcheck disable=SC2206
+  mask+=($host_wants dbus.service systemd-user-sessions.service systemd-ask-password-wall.path
+    systemd-journal-flush.service systemd-pcrphase-sysinit.service systemd-pcrphase.service
+    systemd-repart.service systemd-sysusers.service systemd-ask-password-console.path
+    kmod-static-nodes.service)
+fi
 mkdir -p /etc/systemd/system
 for u in "${mask[@]}"; do ln -sf /dev/null "/etc/systemd/system/$u"; done
 
@@ -58,4 +79,4 @@ After=basic.target
 AllowIsolate=yes
 UNIT
 
-exec env container=stratum-test /lib/systemd/systemd --system --unit=sandbox.target
+exec env container=stratum-test /lib/systemd/systemd --system "--unit=$unit"

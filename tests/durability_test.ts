@@ -1,0 +1,73 @@
+// deno-lint-ignore-file no-console
+// Durability of what the target runs from, under strace: a power cut may
+// drop every write that was not fsynced, and after stopping-source is
+// recorded the source may be down, so by then every file and directory of
+// the target slot and of the installed bundle must be fsynced (the journal's
+// own protocol is checked in journal_store_test.ts). The real CLI runs in
+// the systemd sandbox under `strace -f -y`, killed right after it records
+// stopping-source.
+
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+import { parseTrace } from "./support/syscall_trace.ts";
+
+const straceMissing = await new Deno.Command("strace", { args: ["-V"] }).output().then(
+  () => undefined,
+  () => "strace is not installed",
+);
+const why = nspawnUnavailable ?? straceMissing;
+if (why) console.error(`durability tests are skipped: ${why}`);
+
+for (const to of ["nspawn", "host"] as const) {
+  Deno.test({
+    name: `the ${to} target slot and bundle are fsynced before stopping-source is recorded`,
+    ignore: why !== undefined,
+    async fn() {
+      await using n = await Node.boot(to === "nspawn" ? "host" : "nspawn");
+      const trace = join(repoRoot, ".test-tmp", `strace-${to}-${Deno.pid}.txt`);
+      const r = await n.sb.exec([
+        "strace",
+        "-f",
+        "-y",
+        "-qq",
+        "-e",
+        "signal=none",
+        "-e",
+        "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
+        "-o",
+        trace,
+        Deno.execPath(),
+        ...["run", "-A", "main.ts", "migrate", "run", "--to", to, "--bundle", n.bundle],
+      ], {
+        cwd: repoRoot,
+        env: { NO_COLOR: "1", STRATUM_FAILPOINT: "kill-after-record:stopping-source" },
+      });
+      assert(r.code !== 0, "the failpoint killed the run");
+      const calls = parseTrace(await Deno.readTextFile(trace));
+      await Deno.remove(trace);
+      const journal = "/var/lib/stratum/migration.json";
+      const saves = calls.filter((c) =>
+        c.name.startsWith("rename") && [...c.args.matchAll(/"([^"]*)"/g)][1]?.[1] === journal
+      );
+      assertEquals(saves.length, 2, "preparing and stopping-source were recorded");
+      const recorded = saves[1]!.start;
+      const bundleDir = (await n.sb.sh(`readlink -f /var/lib/stratum/bundles/${to}`)).trim();
+      const paths =
+        (await n.sb.sh(`find /var/lib/stratum/slots/b ${bundleDir} \\( -type f -o -type d \\)`))
+          .trim().split("\n");
+      assert(paths.length > 5, `the slot and the bundle hold files: ${paths.length}`);
+      const synced = new Set(
+        calls.filter((c) => (c.name === "fsync" || c.name === "fdatasync") && c.end < recorded)
+          .map((c) => c.fdPath),
+      );
+      const missing = paths.filter((p) => !synced.has(p));
+      assertEquals(missing, [], "fsynced before stopping-source was recorded");
+      // The parents that name them, too.
+      for (const dir of ["/var/lib/stratum/slots", "/var/lib/stratum/bundles"]) {
+        assert(synced.has(dir), `${dir} fsynced`);
+      }
+    },
+  });
+}

@@ -1,4 +1,4 @@
-/** Exit codes of the CLI contract (DESIGN.md). */
+/** Exit codes of the CLI contract (docs/migration.md lists them). */
 export const ExitOK = 0;
 /** Failed and the node is safe: rolled back, or a restart failed. */
 export const ExitFailed = 1;

@@ -12,7 +12,7 @@ const tempMarker = ".tmp-";
  * Replaces `path` with `data` atomically and durably: a crash or power loss
  * leaves the old file or the new one, never a partial one.
  *
- * The protocol is the one RocksDB and etcd use (see notes/durability.md): a
+ * The protocol is the one RocksDB and etcd use (docs/durability.md): a
  * fresh temp file in the same directory, fsync it, rename it over the target,
  * fsync the directory so the rename itself survives power loss.
  * `Deno.writeTextFile` truncates in place without fsync and must not be used

@@ -3,7 +3,7 @@
 // on Deployments and DaemonSets (discovery, get, strategic-merge PATCH, list,
 // watch and watch-list with the initial-events bookmark), with controllers
 // that finish a rollout after a delay or never, fault injection, and a log of
-// every request. See ../shared/notes/kubectl-wire.md for what kubectl sends.
+// every request. docs/kubectl-wire.md says what kubectl sends and expects.
 
 import { join } from "node:path";
 

@@ -1,5 +1,5 @@
 // The systemd sandbox: a real systemd as PID 1 of private namespaces (see
-// sandbox/boot.sh and DESIGN.md), for tests of the backends and the migrate
+// sandbox/boot.sh and docs/testing.md), for tests of the backends and the migrate
 // CLI against real systemd. Start it with `await using sb = await
 // Sandbox.start()`: it is killed by its PID (SIGKILL, which takes the whole
 // PID namespace with it) when the test ends, passed or failed.

@@ -1,5 +1,5 @@
 // Reads an `strace -f -y` trace and checks the durable-write protocol of
-// notes/durability.md for one file: each rename of a temp file onto it is
+// docs/durability.md for one file: each rename of a temp file onto it is
 // preceded by an fsync of the temp file (after its last write) and followed
 // by an fsync of the directory before the next rename or unlink of it; each
 // unlink is followed by a directory fsync; it is never truncated in place.

@@ -1,4 +1,4 @@
-// deno-lint-ignore-file no-console no-explicit-any
+// deno-lint-ignore-file no-console
 // `stratum migrate` end to end: the real CLI (`deno run main.ts`) inside the
 // systemd sandbox, driving real units, with crashes by SIGKILL.
 //

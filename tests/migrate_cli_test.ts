@@ -13,6 +13,7 @@ import { assert, assertEquals } from "./support/assert.ts";
 import { join } from "node:path";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { bundle, Node } from "./support/sandbox_node.ts";
+import { journalSteps, readStepTable } from "./support/step_table.ts";
 
 if (nspawnUnavailable) console.error(`migrate CLI tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
@@ -58,15 +59,7 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
 
 // Every step, both directions: SIGKILL right after the step's journal write,
 // then resume twice; the second resume must change nothing.
-const steps = [
-  "preparing",
-  "stopping-source",
-  "starting-target",
-  "persisting",
-  "awaiting-ready",
-  "ready",
-  "complete",
-];
+const steps = journalSteps(await readStepTable());
 for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
   Deno.test({
     name: `SIGKILL after each step's journal write, then resume: one stack runs (${from} → ${to})`,

@@ -11,19 +11,12 @@
 import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
+import { journalSteps, readStepTable } from "./support/step_table.ts";
 
 if (nspawnUnavailable) console.error(`reboot tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
 
-const steps = [
-  "preparing",
-  "stopping-source",
-  "starting-target",
-  "persisting",
-  "awaiting-ready",
-  "ready",
-  "complete",
-];
+const steps = journalSteps(await readStepTable());
 
 const healthy: number[] = [];
 const booted: number[] = [];

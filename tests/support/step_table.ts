@@ -49,3 +49,8 @@ export function writeAheadRule(rows: readonly StepRow[]): Map<Call, migrate.Step
   }
   return m;
 }
+
+/** The journal steps of an in-place migration, in the order the table records them. */
+export function journalSteps(rows: readonly StepRow[]): migrate.Step[] {
+  return [...new Set(rows.flatMap((r) => (r.step ? [r.step] : [])))];
+}

@@ -66,7 +66,7 @@ export function nodeGroup(deps: NodeDeps) {
               ? (r.error ? "start-failed" : "held")
               : "nothing-to-start";
             const nextAction = r.error
-              ? `the ${r.error.message}: check \`systemctl status 'stratum-*'\``
+              ? `the node stack did not start (${r.error.message}); stratum-boot.service retries it: check \`systemctl status 'stratum-*'\``
               : r.attention
               ? migration?.nextAction ?? "needs attention"
               : r.started

@@ -11,13 +11,14 @@ import * as kube from "./lib/kube/mod.ts";
 import * as node from "./lib/node/mod.ts";
 
 if (import.meta.main) {
-  // SIGINT/SIGTERM stop a migration's forward path, which then rolls back.
+  // SIGINT/SIGTERM stop a migration's forward path, which then rolls back,
+  // and a rollout's kubectl calls, which then reports what it knows.
   const interrupt = new AbortController();
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    Deno.addSignalListener(sig, () => interrupt.abort(new Error(`interrupted by ${sig}`)));
+    Deno.addSignalListener(sig, () => interrupt.abort(new cli.Interrupted(sig)));
   }
   const code = await cli.run(Deno.args, [
-    cli.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint }),
+    cli.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint, interrupted: interrupt.signal }),
     cli.migrateGroup({
       systemctl: () => new host.Systemctl(),
       failpoint: Deno.env.get("STRATUM_FAILPOINT"),

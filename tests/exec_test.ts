@@ -53,3 +53,54 @@ Deno.test("a missing program is NotFoundError, not a failure of the program", as
     (e) => e instanceof exec.NotFoundError,
   );
 });
+
+Deno.test("a file that is there but cannot be executed is NotFoundError with present set", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/kubectl`, "not a program");
+    await assertRejects(
+      () => exec.run([`${dir}/kubectl`], { timeoutMs: 5_000 }),
+      (e) => e instanceof exec.NotFoundError && e.present,
+    );
+    await assertRejects(
+      () => exec.run([`${dir}/missing`], { timeoutMs: 5_000 }),
+      (e) => e instanceof exec.NotFoundError && !e.present,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("a caller killed by SIGKILL leaves none of its calls' processes behind", async () => {
+  // Invariant: nothing stratum started outlives it, even when it cannot clean up.
+  const marker = `stratum-exec-orphan-${Deno.pid}`;
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      new URL("./support/exec_child.ts", import.meta.url).pathname,
+      "bash",
+      "-c",
+      `(exec -a ${marker} sleep 50) & wait`,
+    ],
+    stdout: "null",
+    stderr: "null",
+  }).spawn();
+  const pids = async () => {
+    // Only the sleep itself: its argv[0] is the marker (the callers' argv merely mention it).
+    const o = await new Deno.Command("pgrep", { args: ["-f", `^${marker} 50`] }).output();
+    return new TextDecoder().decode(o.stdout).trim();
+  };
+  // Condition waits, bounded; their time is not what is asserted.
+  const until = async (cond: () => Promise<boolean>, what: string) => {
+    for (const started = performance.now(); !(await cond());) {
+      if (performance.now() - started > 20_000) throw new Error(`gave up waiting: ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  await until(async () => (await pids()) !== "", "the call to start");
+  child.kill("SIGKILL");
+  await child.status;
+  await until(async () => (await pids()) === "", "the call's processes to go");
+  assertEquals(await pids(), "");
+});

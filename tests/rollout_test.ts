@@ -111,6 +111,16 @@ Deno.test("classify() tells apart what kubectl's exit code 1 lumps together", ()
       "error: failed to create patch for x: if restart has already been triggered within the past second, please wait before attempting to trigger another",
       "already-restarted",
     ],
+    [
+      "Unable to connect to the server: getting credentials: exec: executable kubelogin not found",
+      "credential-plugin",
+    ],
+    [
+      `Error from server (Forbidden): deployments.apps "coredns" is forbidden: User "u" cannot patch resource "deployments"`,
+      "forbidden",
+    ],
+    ["error: stat /etc/kube/config: no such file or directory", "other"],
+    ['error: the server doesn\'t have a resource type "x" not found', "other"],
   ];
   for (const [stderr, reason] of cases) assertEquals(kube.classify(stderr), reason, stderr);
 });
@@ -151,18 +161,31 @@ Deno.test({
         },
       );
       await t.step(
-        `kubectl 1.${minor}: a stalled rollout is a warning, an absent workload is skipped`,
+        `kubectl 1.${minor}: a rollout past its progress deadline is a warning, an absent workload is skipped`,
         async () => {
-          const ws = stratumWorkloads(100).filter((w) => w.namespace !== "stratum-dashboard");
+          const ws = stratumWorkloads("manual").filter((w) => w.namespace !== "stratum-dashboard");
           await using c = await SimCluster.start({ binary, workloads: ws });
-          c.server.setRollout("Deployment", "kube-system", "coredns", "never");
-          const results = await c.roller({ wait: 2000 }).restart();
+          // Driven, not raced: once every restart is in, coredns's controller
+          // gives up and the others finish.
+          const results = await c.roller({
+            onProgress: (p) => {
+              if (p.kind !== "waiting") return;
+              c.server.exceedDeadline("kube-system", "coredns");
+              for (const w of ws) {
+                if (w.name !== "coredns") c.server.complete(w.kind, w.namespace, w.name);
+              }
+            },
+          }).restart();
           assertEquals(summary(results), [
             "cilium agent + operator: ok",
             "coredns: warn",
             "local-path provisioner: ok",
             "dashboard: absent",
           ]);
+          assert(
+            results[1]!.warn!.message.includes("progress deadline"),
+            results[1]!.warn!.message,
+          );
           assert(is(results[1]!.warn, rollout.RolloutPendingWarning));
         },
       );
@@ -473,5 +496,89 @@ Deno.test({
     assert(
       c.server.requests.some((r) => r.query.watch === "true" && r.path.endsWith("/daemonsets")),
     );
+  },
+});
+
+/** A kubectl that records how long each call took, by its first two args. */
+function timed(run: kube.Kubectl, log: { args: string; ms: number }[]): kube.Kubectl {
+  return async (args, opts) => {
+    const started = performance.now();
+    try {
+      return await run(args, opts);
+    } finally {
+      log.push({ args: args.join(" "), ms: performance.now() - started });
+    }
+  };
+}
+
+for (const which of ["probe", "restart"] as const) {
+  Deno.test({
+    name:
+      `a hung ${which} call is killed within its call timeout plus the kill grace, an err for that workload only`,
+    ignore,
+    async fn() {
+      await using c = await SimCluster.start({ workloads: stratumWorkloads(50) });
+      c.server.faults.hang = (r) =>
+        r.path.endsWith("/deployments/coredns") &&
+        (which === "probe" ? r.method === "GET" : r.method === "PATCH");
+      const log: { args: string; ms: number }[] = [];
+      const callTimeout = 1500;
+      const results = await new rollout.Roller({
+        kubectl: timed(kube.kubectl(c.cfg), log),
+        hint: kube.hint(c.cfg),
+        callTimeout,
+        wait: 20_000,
+      }).restart();
+      assertEquals(summary(results), [
+        "cilium agent + operator: ok",
+        "coredns: err",
+        "local-path provisioner: ok",
+        "dashboard: ok",
+      ]);
+      assert(
+        is(results[1]!.err, which === "probe" ? rollout.ProbeError : rollout.RestartError),
+        String(results[1]!.err),
+      );
+      const call = log.find((l) =>
+        l.args.startsWith(
+          which === "probe" ? "get deploy/coredns" : "rollout restart deploy/coredns",
+        )
+      )!;
+      // The deadline is the contract: the call timeout, then SIGTERM's grace
+      // before SIGKILL, plus 1 s of slack — below dax's own 4.5 s backstop,
+      // so losing the per-call kill fails this.
+      const bound = callTimeout + 1000 + 1000;
+      assert(call.ms < bound, `${call.args} took ${Math.round(call.ms)} ms (bound ${bound})`);
+      assertEquals(await processesMentioning(c.kubeconfig), []);
+    },
+  });
+}
+
+Deno.test({
+  name: "a restart refused as within the same second is retried once, after the second has passed",
+  ignore,
+  async fn() {
+    await using c = await SimCluster.start({ workloads: stratumWorkloads(50) });
+    let gets = 0;
+    c.server.faults.before = async (r, s) => {
+      if (r.method !== "GET" || !r.path.endsWith("/deployments/coredns")) return;
+      if (++gets !== 2) return; // the probe's GET is the first, the restart's the second
+      // Stamp restartedAt with the current second, as a restart a moment ago
+      // would have; kubectl then computes an empty patch and refuses. Keep
+      // clear of a second boundary so kubectl sees the same second.
+      if (Date.now() % 1000 > 700) {
+        await new Promise((res) => setTimeout(res, 1010 - Date.now() % 1000));
+      }
+      const obj = s.get("Deployment", "kube-system", "coredns")!;
+      const tmpl = obj.spec.template as { metadata: { annotations?: Record<string, string> } };
+      tmpl.metadata.annotations = {
+        [restartedAt]: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+      };
+    };
+    const results = await c.roller().restart();
+    assertEquals(summary(results)[1], "coredns: ok");
+    const corednsPatches = c.server.patched().filter((p) => p.endsWith("/coredns"));
+    assertEquals(corednsPatches.length, 1, "the first attempt sends no patch; the retry does");
+    assert(gets >= 3, `the restart was not retried (${gets} GETs)`);
   },
 });

@@ -16,3 +16,21 @@ export const ExitBusy = 75;
 export class UsageError extends Error {
   override name = "UsageError";
 }
+
+/**
+ * The reason main.ts aborts its signal with on SIGINT or SIGTERM. A command
+ * that stops for it exits 128+N, as a shell reports a process the signal
+ * killed: 130 for SIGINT, 143 for SIGTERM.
+ */
+export class Interrupted extends Error {
+  override name = "Interrupted";
+  readonly signal: "SIGINT" | "SIGTERM";
+  constructor(signal: "SIGINT" | "SIGTERM") {
+    super(`interrupted by ${signal}`);
+    this.signal = signal;
+  }
+
+  get exitCode(): number {
+    return this.signal === "SIGINT" ? 130 : 143;
+  }
+}

@@ -11,7 +11,15 @@
  * @module
  */
 
-export { ExitAttention, ExitBusy, ExitFailed, ExitOK, ExitUsage, UsageError } from "./exit.ts";
+export {
+  ExitAttention,
+  ExitBusy,
+  ExitFailed,
+  ExitOK,
+  ExitUsage,
+  Interrupted,
+  UsageError,
+} from "./exit.ts";
 export { type Context, type Group, jsonOption, run, version } from "./program.ts";
 export { Output } from "./output.ts";
 export { type RolloutDeps, rolloutGroup } from "./rollout.ts";

@@ -4,7 +4,7 @@ import { findAll } from "../errors/mod.ts";
 import type * as kube from "../kube/mod.ts";
 import * as rollout from "../rollout/mod.ts";
 import { parseDuration } from "./duration.ts";
-import { ExitFailed, ExitOK, UsageError } from "./exit.ts";
+import { ExitFailed, ExitOK, Interrupted, UsageError } from "./exit.ts";
 import type { Output } from "./output.ts";
 import { type Context, jsonOption } from "./program.ts";
 
@@ -12,6 +12,8 @@ import { type Context, jsonOption } from "./program.ts";
 export interface RolloutDeps {
   readonly kubectl: (cfg: kube.Config) => kube.Kubectl;
   readonly hint: (cfg: kube.Config) => (args: string) => string;
+  /** Aborted on SIGINT/SIGTERM (reason: Interrupted): kubectl calls are killed, the report printed. */
+  readonly interrupted: AbortSignal;
 }
 
 interface ConnFlags {
@@ -42,8 +44,11 @@ export function rolloutGroup(deps: RolloutDeps) {
       .addHelpText(
         "after",
         "\nPer workload: ok, skipped (not installed), warning (restarted, rollout not finished\n" +
-          "in time: it may yet finish) or error (restart failed: it still holds its old watches).\n" +
-          "Exit 0 when nothing failed (warnings alone are 0), 1 when a restart failed, 2 on bad flags.\n" +
+          "in time: it may yet finish), error (restart failed: it still holds its old watches, or\n" +
+          "its presence could not be checked) or interrupted (SIGINT/SIGTERM came first).\n" +
+          "Exit 0 when nothing failed (warnings alone are 0), 1 when a restart or a check failed,\n" +
+          "2 on bad flags, 130/143 when interrupted by SIGINT/SIGTERM (kubectl calls are killed\n" +
+          "and the report so far is printed).\n" +
           "\nExample:\n  stratum rollout restart --kubeconfig /etc/stratum/admin.conf --wait 10m --json",
       )
       .action(async (opts: ConnFlags & { wait: string; callTimeout: string }) => {
@@ -52,15 +57,24 @@ export function rolloutGroup(deps: RolloutDeps) {
         const callTimeout = parseDuration("--call-timeout", opts.callTimeout);
         const cfg = config(opts);
         const hint = deps.hint(cfg);
+        const progress = progressPrinter(out);
         const roller = new rollout.Roller({
           kubectl: deps.kubectl(cfg),
           hint,
           callTimeout,
           wait,
-          onProgress: progressPrinter(out),
+          onProgress: progress.show,
+          signal: deps.interrupted,
         });
         const results = await roller.restart();
-        ctx.exitCode = report(out, results, hint);
+        progress.stop();
+        const reason = deps.interrupted.aborted ? deps.interrupted.reason : undefined;
+        ctx.exitCode = report(
+          out,
+          results,
+          hint,
+          reason instanceof Interrupted ? reason : undefined,
+        );
       });
 
     withConn(group.command("commands"))
@@ -121,8 +135,11 @@ function config(opts: ConnFlags): kube.Config {
   if (opts.kubeconfig !== undefined && opts.kubeconfig.trim() === "") {
     throw new UsageError("--kubeconfig is empty");
   }
+  // kubectl inherits KUBECONFIG; hints must carry it to reach the same apiserver.
+  const envKubeconfig = Deno.env.get("KUBECONFIG");
   return {
     ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+    ...(envKubeconfig ? { envKubeconfig } : {}),
     ...(opts.context ? { context: opts.context } : {}),
     ...(opts.kubectl ? { binary: opts.kubectl } : {}),
   };
@@ -132,16 +149,19 @@ function config(opts: ConnFlags): kube.Config {
  * Live progress on stderr: plain lines, and while the rollouts are awaited on
  * a terminal, dax's progress bar counting them.
  */
-function progressPrinter(out: Output): (p: rollout.Progress) => void {
+function progressPrinter(
+  out: Output,
+): { show: (p: rollout.Progress) => void; stop: () => void } {
   let bar: ReturnType<typeof $.progress> | undefined;
   let left = 0;
-  const settled = () => {
-    if (bar && --left <= 0) {
-      bar.finish();
-      bar = undefined;
-    }
+  const stop = () => {
+    bar?.finish();
+    bar = undefined;
   };
-  return (p) => {
+  const settled = () => {
+    if (--left <= 0) stop();
+  };
+  const show = (p: rollout.Progress) => {
     switch (p.kind) {
       case "probed":
         out.log(`${p.workload}: ${p.present ? "present" : "not installed, skipped"}`);
@@ -175,32 +195,48 @@ function progressPrinter(out: Output): (p: rollout.Progress) => void {
         break;
     }
   };
+  return { show, stop };
 }
 
 function formatWait(ms: number): string {
   return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`;
 }
 
-/** Prints the results; returns the exit code (any err: 1; warnings alone: 0). */
-function report(out: Output, results: rollout.Result[], hint: (a: string) => string): number {
+/**
+ * Prints the results; returns the exit code (interrupted: 130/143; any err:
+ * 1; warnings alone: 0). The by-hand restart commands name only the targets
+ * that need one (a failed or interrupted restart, a workload whose presence
+ * could not be checked), never one that was restarted or is absent.
+ */
+function report(
+  out: Output,
+  results: rollout.Result[],
+  hint: (a: string) => string,
+  interrupted: Interrupted | undefined,
+): number {
   const failed = results.some((r) => r.err);
   const warned = results.some((r) => r.warn);
-  const outcome = failed ? "failed" : warned ? "warnings" : "ok";
-  const commands = failed || warned ? rollout.restartCommands(hint) : [];
+  const outcome = interrupted ? "interrupted" : failed ? "failed" : warned ? "warnings" : "ok";
+  const commands = rollout.restartCommands(hint, results.flatMap(toRedo));
   const hints = [...new Set(results.flatMap((r) => hintsOf(r)))];
-  const next = failed
-    ? "fix the errors below, then repeat the restarts with the commands shown"
+  const next = interrupted
+    ? commands.length
+      ? `${interrupted.message}: the restarts marked interrupted did not run or may not have been applied; run stratum rollout restart again, or the commands shown`
+      : `${interrupted.message} while waiting: every restart was applied; watch the rollouts with the rollout status commands in the hints`
+    : failed
+    ? "fix the errors below, then repeat the failed restarts with the commands shown"
     : warned
-    ? "nothing to wait for: the pending rollouts may yet finish; check them with the commands shown"
+    ? "nothing to restart again: the pending rollouts were restarted and may yet finish; watch them with the rollout status commands in the hints"
     : "none";
   out.result(
     {
       outcome,
+      ...(interrupted ? { signal: interrupted.signal } : {}),
       results: results.map((r) => ({
         name: r.name,
         namespace: r.namespace,
         present: r.present,
-        status: !r.present ? "skipped" : r.err ? "error" : r.warn ? "warning" : "ok",
+        status: statusOf(r),
         targets: r.targets.map((t) => ({
           target: t.target,
           state: t.state,
@@ -208,6 +244,7 @@ function report(out: Output, results: rollout.Result[], hint: (a: string) => str
         })),
         ...(r.err ? { error: r.err.message } : {}),
         ...(r.warn ? { warning: r.warn.message } : {}),
+        ...(r.interrupted ? { interrupted: r.interrupted.message } : {}),
       })),
       hints,
       commands,
@@ -215,23 +252,53 @@ function report(out: Output, results: rollout.Result[], hint: (a: string) => str
     },
     () => [
       ...results.map((r) => {
-        if (!r.present) return `skipped  ${r.name} (${r.namespace}): not installed`;
-        if (r.err) return `error    ${r.name} (${r.namespace}): ${r.err.message}`;
-        if (r.warn) return `warning  ${r.name} (${r.namespace}): ${r.warn.message}`;
-        return `ok       ${r.name} (${r.namespace}): ${
-          r.targets.map((t) => t.target).join(", ")
-        } rolled out`;
+        const where = `${r.name} (${r.namespace})`;
+        switch (statusOf(r)) {
+          case "skipped":
+            return `skipped      ${where}: not installed`;
+          case "error":
+            return `error        ${where}: ${r.err!.message}`;
+          case "interrupted":
+            return `interrupted  ${where}: ${r.interrupted!.message}`;
+          case "warning":
+            return `warning      ${where}: ${r.warn!.message}`;
+          default:
+            return `ok           ${where}: ${r.targets.map((t) => t.target).join(", ")} rolled out`;
+        }
       }),
       ...(hints.length ? ["", ...hints.map((h) => `hint: ${h}`)] : []),
       ...(commands.length
-        ? ["", "To repeat the restarts by hand:", ...commands.map((c) => `  ${c}`)]
+        ? ["", "To repeat the restarts that need it by hand:", ...commands.map((c) => `  ${c}`)]
         : []),
+      ...(next !== "none" ? ["", `next: ${next}`] : []),
     ],
   );
+  if (interrupted) return interrupted.exitCode;
   return failed ? ExitFailed : ExitOK;
 }
 
+function statusOf(r: rollout.Result): "skipped" | "error" | "interrupted" | "warning" | "ok" {
+  if (!r.present) return "skipped";
+  if (r.err) return "error";
+  if (r.interrupted) return "interrupted";
+  return r.warn ? "warning" : "ok";
+}
+
+/** The part of a workload that must be restarted again, as a Workload for restartCommands. */
+function toRedo(r: rollout.Result): rollout.Workload[] {
+  const w = rollout.Workloads.find((x) => x.name === r.name)!;
+  // No targets with an err: its probe failed, so nothing of it was restarted.
+  const targets = r.err && r.targets.length === 0
+    ? w.targets
+    : r.targets.filter((t) =>
+      t.state === "failed" ||
+      (t.state === "interrupted" &&
+        !(t.error instanceof rollout.InterruptedError && t.error.restarted))
+    ).map((t) => t.target);
+  return targets.length ? [{ ...w, targets }] : [];
+}
+
 function hintsOf(r: rollout.Result): string[] {
-  return [r.err, r.warn].flatMap((e) => findAll(e, rollout.HintedError))
+  return [r.err, r.warn, r.interrupted].flatMap((e) => findAll(e, rollout.HintedError))
     .flatMap((e) => (e.hint ? [e.hint] : []));
 }

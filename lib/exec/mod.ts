@@ -11,6 +11,11 @@
  *   128+N. dax 0.49 reports a child killed by a signal it did not send as
  *   exit code 0, and `timeout` re-raises its child's signal on itself, so
  *   without the shell an OOM-killed or SIGKILLed program reads as success.
+ * - `setpriv --pdeathsig TERM` (util-linux) in front of `timeout` makes the
+ *   kernel send `timeout` SIGTERM when stratum dies, even by SIGKILL; it
+ *   passes that on to the whole group and SIGKILLs it G seconds later, so
+ *   nothing a killed stratum started outlives it. Without setpriv on PATH
+ *   the calls still run, and a killed stratum's calls end at their deadline.
  *
  * @example
  * ```ts ignore
@@ -54,6 +59,8 @@ export class TimeoutError extends Error {
   override name = "TimeoutError";
   readonly argv: readonly string[];
   readonly timeoutMs: number;
+  /** True when the caller's signal stopped it, false when its deadline passed. */
+  readonly aborted: boolean;
   constructor(argv: readonly string[], timeoutMs: number, aborted: boolean) {
     super(
       aborted
@@ -62,6 +69,7 @@ export class TimeoutError extends Error {
     );
     this.argv = argv;
     this.timeoutMs = timeoutMs;
+    this.aborted = aborted;
   }
 }
 
@@ -69,9 +77,12 @@ export class TimeoutError extends Error {
 export class NotFoundError extends Error {
   override name = "NotFoundError";
   readonly program: string;
+  /** False: no such program (exit 127); true: there, but it cannot be executed (126). */
+  readonly present: boolean;
   constructor(program: string, code: number) {
     super(`Cannot run ${program}: ${code === 127 ? "not found" : "not executable"}`);
     this.program = program;
+    this.present = code !== 127;
   }
 }
 
@@ -100,14 +111,16 @@ export class ExitError extends Error {
  */
 export async function run(argv: readonly string[], opts: RunOptions): Promise<Output> {
   const secs = (opts.timeoutMs / 1000).toFixed(3);
-  let cmd = $`timeout --kill-after=${killGraceSeconds} ${secs} sh -c ${'"$@"; exit $?'} sh ${[
-    ...argv,
-  ]}`
-    .env({ ...opts.env })
-    .noThrow()
-    .stdin("null")
-    // dax's own deadline is only a backstop for a `timeout` that hangs.
-    .timeout(opts.timeoutMs + (killGraceSeconds + 2) * 1000);
+  const guard = setpriv() ? ["setpriv", "--pdeathsig", "TERM"] : [];
+  let cmd =
+    $`${guard} timeout --kill-after=${killGraceSeconds} ${secs} sh -c ${'"$@"; exit $?'} sh ${[
+      ...argv,
+    ]}`
+      .env({ ...opts.env })
+      .noThrow()
+      .stdin("null")
+      // dax's own deadline is only a backstop for a `timeout` that hangs.
+      .timeout(opts.timeoutMs + (killGraceSeconds + 2) * 1000);
   cmd = opts.combined ? cmd.captureCombined() : cmd.stdout("piped").stderr("piped");
   if (opts.signal) cmd = cmd.signal(opts.signal);
   const started = performance.now();
@@ -128,6 +141,23 @@ export async function run(argv: readonly string[], opts: RunOptions): Promise<Ou
     combined: opts.combined ? r.combined : "",
     elapsedMs,
   };
+}
+
+let hasSetpriv: boolean | undefined;
+
+/** Whether setpriv is on PATH; looked up once. */
+function setpriv(): boolean {
+  if (hasSetpriv === undefined) {
+    const dirs = (Deno.env.get("PATH") ?? "/usr/bin:/bin").split(":");
+    hasSetpriv = dirs.some((d) => {
+      try {
+        return Deno.statSync(`${d || "."}/setpriv`).isFile;
+      } catch {
+        return false;
+      }
+    });
+  }
+  return hasSetpriv;
 }
 
 /** Runs `argv` and resolves with its stdout; any non-zero exit rejects with ExitError. */

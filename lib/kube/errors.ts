@@ -12,7 +12,9 @@ export type Reason =
   | "deleted" // the object went away while rollout status watched it
   | "already-restarted" // a restart within the same second: kubectl sends no patch
   | "untrusted-ca" // x509: the kubeconfig's CA does not sign the apiserver's certificate
-  | "unauthorized" // the credentials were refused
+  | "credential-plugin" // the kubeconfig's exec credential plugin is missing or failed
+  | "unauthorized" // 401: the credentials were refused
+  | "forbidden" // 403: the credentials are good, RBAC denies the verb
   | "unreachable" // no answer from the apiserver, or the request timed out
   | "other";
 
@@ -25,14 +27,24 @@ export class KubectlError extends Error {
   readonly stderr: string;
   readonly reason: Reason;
   constructor(command: string, code: number, stderr: string) {
-    const detail = stderr.trim().split("\n").filter((l) => l.trim() !== "").pop() ??
-      `exit code ${code}`;
-    super(`${command}: ${detail.replace(/^error: /, "")}`);
+    const signal = code > 128 && code < 160 ? ` (killed by signal ${code - 128})` : "";
+    super(`${command}: ${detailOf(stderr) ?? `exit code ${code}`}${signal}`);
     this.command = command;
     this.code = code;
     this.stderr = stderr;
     this.reason = classify(stderr);
   }
+}
+
+/**
+ * The line of kubectl's stderr that says what went wrong: its own error
+ * line when there is one (client-go may follow it with advice and a URL),
+ * else the last line.
+ */
+function detailOf(stderr: string): string | undefined {
+  const lines = stderr.split("\n").map((l) => l.trim()).filter((l) => l !== "");
+  const own = lines.findLast((l) => /^(error: |Error from server|Unable to connect)/.test(l));
+  return (own ?? lines.at(-1))?.replace(/^error: /, "");
 }
 
 /** A kubectl call that got no answer in time and was killed, with its children. */
@@ -47,9 +59,34 @@ export class CallTimeoutError extends Error {
   }
 }
 
-/** kubectl could not be started at all (not installed, not executable). */
+/** A kubectl call stopped by the caller's signal (SIGINT, SIGTERM), with its children. */
+export class CallInterruptedError extends Error {
+  override name = "CallInterruptedError";
+  readonly command: string;
+  constructor(command: string) {
+    super(`${command}: stopped (interrupted)`);
+    this.command = command;
+  }
+}
+
+/**
+ * kubectl could not be run at all: `present` false when there is no such
+ * program (not installed, not on PATH), true when it is there but cannot be
+ * executed (permissions, a directory, not a program).
+ */
 export class KubectlMissingError extends Error {
   override name = "KubectlMissingError";
+  readonly binary: string;
+  readonly present: boolean;
+  constructor(binary: string, present: boolean) {
+    super(
+      present
+        ? `${binary} cannot be executed (not an executable program)`
+        : `${binary} not found (kubectl is not installed, or not on PATH)`,
+    );
+    this.binary = binary;
+    this.present = present;
+  }
 }
 
 /** Classifies kubectl's stderr. The texts are kubectl's own, 1.27 to 1.33. */
@@ -64,10 +101,12 @@ export function classify(stderr: string): Reason {
   if (/x509:|certificate signed by unknown authority|tls: failed to verify certificate/.test(s)) {
     return "untrusted-ca";
   }
-  if (/\(Unauthorized\)|You must be logged in to the server|\(Forbidden\)/.test(s)) {
-    return "unauthorized";
-  }
-  if (/\(NotFound\)|not found$/m.test(s)) return "not-found";
+  if (/getting credentials: |exec plugin|credential plugin/.test(s)) return "credential-plugin";
+  if (/\(Unauthorized\)|You must be logged in to the server/.test(s)) return "unauthorized";
+  if (/\(Forbidden\)| is forbidden: /.test(s)) return "forbidden";
+  // Only the apiserver's own NotFound Status: "not found" elsewhere (a missing
+  // credential plugin, a missing file) is not an object's absence.
+  if (/Error from server \(NotFound\)/.test(s)) return "not-found";
   if (
     /connection refused|no such host|i\/o timeout|Client\.Timeout exceeded|context deadline exceeded|Unable to connect to the server|the server is currently unable/
       .test(s)

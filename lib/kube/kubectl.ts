@@ -1,5 +1,11 @@
-import $ from "dax";
-import { CallTimeoutError, formatMs, KubectlError, KubectlMissingError } from "./errors.ts";
+import * as exec from "../exec/mod.ts";
+import {
+  CallInterruptedError,
+  CallTimeoutError,
+  formatMs,
+  KubectlError,
+  KubectlMissingError,
+} from "./errors.ts";
 
 /** Which kubectl to run and which apiserver it talks to. */
 export interface Config {
@@ -7,6 +13,12 @@ export interface Config {
   readonly binary?: string;
   readonly kubeconfig?: string;
   readonly context?: string;
+  /**
+   * The KUBECONFIG of the environment stratum runs in, which kubectl
+   * inherits when no kubeconfig is given: hints carry it, so that they reach
+   * the same apiserver from the operator's shell.
+   */
+  readonly envKubeconfig?: string;
   /** Extra environment for every call (tests set KUBECACHEDIR). */
   readonly env?: Readonly<Record<string, string>>;
 }
@@ -17,53 +29,50 @@ export interface CallOptions {
   readonly timeout: number;
   /** Return stdout and stderr interleaved, as a terminal would show them. */
   readonly combined?: boolean;
-  /** Kills the call early, e.g. when the caller's total deadline passes. */
-  readonly signal?: AbortSignal;
+  /** Kills the call early (SIGINT, SIGTERM): it rejects with CallInterruptedError. */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
  * Runs one kubectl call under its own deadline and resolves with its output.
- * Rejects with KubectlError on a non-zero exit and CallTimeoutError when it
- * had to be killed. Never waits on a hung call.
+ * Rejects with KubectlError on a non-zero exit, CallTimeoutError when it had
+ * to be killed at its deadline, CallInterruptedError when the signal stopped
+ * it, and KubectlMissingError when kubectl cannot be run. Never waits on a
+ * hung call.
  */
 export type Kubectl = (args: readonly string[], opts: CallOptions) => Promise<string>;
 
-/** How long kubectl gets to die after SIGTERM before SIGKILL. */
-const killGraceSeconds = 1;
-
 /**
- * The real kubectl, through dax. Each call runs under coreutils `timeout`,
- * which puts kubectl in its own process group and signals the whole group at
- * the deadline (SIGTERM, then SIGKILL a second later), so a dispatcher's or
- * plugin's children die with it; dax's own timeout is the backstop.
+ * The real kubectl, through lib/exec (dax): each call is killed with its
+ * whole process group at its deadline or when the signal fires, and dies
+ * with stratum when stratum is killed.
  */
 export function kubectl(cfg: Config = {}): Kubectl {
   const binary = cfg.binary ?? "kubectl";
   const conn = connectionArgs(cfg);
   const show = hint(cfg);
   return async (args, opts) => {
-    const secs = (opts.timeout / 1000).toFixed(3);
-    let cmd = $`timeout --kill-after=${killGraceSeconds} ${secs} ${binary} ${conn} ${args}`
-      .env({ ...cfg.env })
-      .noThrow()
-      .stdin("null")
-      .timeout(opts.timeout + (killGraceSeconds + 2) * 1000);
-    cmd = opts.combined ? cmd.captureCombined() : cmd.stdout("piped").stderr("piped");
-    if (opts.signal) cmd = cmd.signal(opts.signal);
-    const started = performance.now();
-    const r = await cmd;
-    const elapsed = performance.now() - started;
     const command = show(args.join(" "));
-    // 124: timeout's own code; 137: it had to SIGKILL; 143/124 from dax's backstop.
-    if ((r.code === 124 || r.code === 137 || r.code === 143) && elapsed >= opts.timeout * 0.95) {
-      throw new CallTimeoutError(command, opts.timeout);
+    let r: exec.Output;
+    try {
+      r = await exec.run([binary, ...conn, ...args], {
+        timeoutMs: opts.timeout,
+        signal: opts.signal,
+        env: { ...cfg.env },
+        combined: opts.combined === true,
+      });
+    } catch (err) {
+      if (err instanceof exec.TimeoutError) {
+        throw err.aborted
+          ? new CallInterruptedError(command)
+          : new CallTimeoutError(command, opts.timeout);
+      }
+      if (err instanceof exec.NotFoundError) throw new KubectlMissingError(binary, err.present);
+      throw err;
     }
-    if (opts.signal?.aborted) throw new CallTimeoutError(command, elapsed);
-    if (r.code === 127 || r.code === 126) {
-      throw new KubectlMissingError(`Cannot run ${binary}: exit code ${r.code}`);
+    if (r.code !== 0) {
+      throw new KubectlError(command, r.code, opts.combined ? r.combined : r.stderr);
     }
-    const stderr = opts.combined ? r.combined : r.stderr;
-    if (r.code !== 0) throw new KubectlError(command, r.code, stderr);
     return opts.combined ? r.combined : r.stdout;
   };
 }
@@ -79,10 +88,15 @@ export function connectionArgs(cfg: Config): string[] {
 /**
  * The command line an operator runs by hand against the same apiserver:
  * `kubectl`, the same --kubeconfig and --context, then `args`, quoted for a
- * POSIX shell.
+ * POSIX shell. Without a kubeconfig but with the environment's KUBECONFIG,
+ * the line starts with `KUBECONFIG=...`: the operator's shell may have
+ * another one, or none.
  */
 export function hint(cfg: Config = {}): (args: string) => string {
-  const prefix = ["kubectl", ...connectionArgs(cfg).map(shellQuote)].join(" ");
+  const env = !cfg.kubeconfig && cfg.envKubeconfig
+    ? [`KUBECONFIG=${shellQuote(cfg.envKubeconfig)}`]
+    : [];
+  const prefix = [...env, "kubectl", ...connectionArgs(cfg).map(shellQuote)].join(" ");
   return (args) => `${prefix} ${args}`;
 }
 

@@ -20,6 +20,7 @@
  */
 
 export {
+  CallInterruptedError,
   CallTimeoutError,
   classify,
   formatMs,

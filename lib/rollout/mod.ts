@@ -26,7 +26,15 @@
  * @module
  */
 
-export { HintedError, ProbeError, RestartError, RolloutPendingWarning } from "./errors.ts";
+export {
+  HintedError,
+  InterruptedError,
+  ProbeError,
+  RestartError,
+  RolloutPendingWarning,
+  type Why,
+  whyOf,
+} from "./errors.ts";
 export {
   type Progress,
   type Result,

@@ -1,6 +1,13 @@
 import { join, messageOf } from "../errors/mod.ts";
 import * as kube from "../kube/mod.ts";
-import { ProbeError, remedy, RestartError, RolloutPendingWarning } from "./errors.ts";
+import {
+  InterruptedError,
+  ProbeError,
+  remedy,
+  RestartError,
+  RolloutPendingWarning,
+  whyOf,
+} from "./errors.ts";
 import { type Workload, Workloads } from "./workloads.ts";
 
 /** How one target of a workload ended. */
@@ -8,9 +15,10 @@ export interface TargetResult {
   readonly target: string;
   /**
    * rolled-out: restarted and finished; pending: restarted, not finished in
-   * time (or nothing rolls: OnDelete); failed: the restart failed.
+   * time (or nothing rolls: OnDelete); failed: the restart failed;
+   * interrupted: SIGINT/SIGTERM came before its outcome was known.
    */
-  readonly state: "rolled-out" | "pending" | "failed";
+  readonly state: "rolled-out" | "pending" | "failed" | "interrupted";
   readonly error?: Error;
 }
 
@@ -28,6 +36,8 @@ export interface Result {
   readonly present: boolean;
   readonly warn?: Error;
   readonly err?: Error;
+  /** Joins the targets (or the probe) a SIGINT/SIGTERM stopped before their outcome was known. */
+  readonly interrupted?: Error;
   readonly targets: readonly TargetResult[];
 }
 
@@ -52,6 +62,11 @@ export interface RollerOptions {
   readonly wait: number;
   /** Called as work progresses. Optional. */
   readonly onProgress?: (p: Progress) => void;
+  /**
+   * Stops the work (SIGINT, SIGTERM): calls under way are killed, nothing
+   * new starts, and restart resolves with what is known so far.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /** How much longer than the remaining wait a status call may live before it is killed. */
@@ -66,6 +81,7 @@ export class Roller {
   readonly callTimeout: number;
   readonly wait: number;
   readonly #progress: (p: Progress) => void;
+  readonly #signal: AbortSignal | undefined;
 
   constructor(opts: RollerOptions) {
     this.kubectl = opts.kubectl;
@@ -73,6 +89,7 @@ export class Roller {
     this.callTimeout = opts.callTimeout;
     this.wait = opts.wait;
     this.#progress = opts.onProgress ?? (() => {});
+    this.#signal = opts.signal;
   }
 
   /**
@@ -81,6 +98,8 @@ export class Roller {
    * side, one kubectl call per target so a failure is attributed), then waits
    * for every rollout it started, side by side, under one total deadline.
    * Results come in Workloads order. Nothing outside Workloads is touched.
+   * When the signal fires, calls under way are killed and what had not
+   * finished is reported as interrupted.
    */
   async restart(): Promise<Result[]> {
     const probed = await Promise.all(Workloads.map((w) => this.#probe(w)));
@@ -105,53 +124,99 @@ export class Roller {
 
     return Workloads.map((w, i): Result => {
       const p = probed[i]!;
+      if (p === false) return { name: w.name, namespace: w.namespace, present: false, targets: [] };
+      if (p instanceof InterruptedError) {
+        // Never probed to the end: none of its targets was restarted.
+        const targets = w.targets.map((target): TargetResult => ({
+          target,
+          state: "interrupted",
+          error: this.#interrupted(target, "not restarted"),
+        }));
+        return { ...this.#summary(w, targets), interrupted: p };
+      }
       if (p !== true) {
-        return p === false
-          ? { name: w.name, namespace: w.namespace, present: false, targets: [] }
-          : { name: w.name, namespace: w.namespace, present: true, err: p, targets: [] };
+        return { name: w.name, namespace: w.namespace, present: true, err: p, targets: [] };
       }
       const targets = restarted[i]!.map((t) =>
         t.error ? t : watched.get(`${w.namespace}/${t.target}`)!
       );
-      const err = join(...targets.filter((t) => t.state === "failed").map((t) => t.error));
-      const warn = join(...targets.filter((t) => t.state === "pending").map((t) => t.error));
-      return {
-        name: w.name,
-        namespace: w.namespace,
-        present: true,
-        ...(err ? { err } : {}),
-        ...(warn ? { warn } : {}),
-        targets,
-      };
+      return this.#summary(w, targets);
     });
   }
 
-  /** true: present; false: absent (object or namespace not found); an Error: cannot tell. */
+  /** A present workload's Result from its targets' outcomes. */
+  #summary(w: Workload, targets: TargetResult[]): Result {
+    const of = (state: TargetResult["state"]) =>
+      join(...targets.filter((t) => t.state === state).map((t) => t.error));
+    const err = of("failed");
+    const warn = of("pending");
+    const interrupted = of("interrupted");
+    return {
+      name: w.name,
+      namespace: w.namespace,
+      present: true,
+      ...(err ? { err } : {}),
+      ...(warn ? { warn } : {}),
+      ...(interrupted ? { interrupted } : {}),
+      targets,
+    };
+  }
+
+  /** A target whose restart did not run, or may not have been applied. */
+  #interrupted(target: string, what: string, cause?: unknown): InterruptedError {
+    return new InterruptedError(target, false, `${target}: ${what} (interrupted)`, { cause });
+  }
+
+  /**
+   * true: present; false: absent; an Error: cannot tell. Absence is only
+   * ever a clean exit with nothing printed (`--ignore-not-found` turns the
+   * object's or its namespace's NotFound into that); every failure is an
+   * error, whatever its text says.
+   */
   async #probe(w: Workload): Promise<boolean | Error> {
-    const args = ["get", w.probe, "-n", w.namespace, "-o", "name", ...this.#requestTimeout()];
+    if (this.#signal?.aborted) return this.#interrupted(w.probe, "not probed");
+    const args = [
+      "get",
+      w.probe,
+      "-n",
+      w.namespace,
+      "--ignore-not-found",
+      "-o",
+      "name",
+      ...this.#requestTimeout(),
+    ];
+    let out: string;
     try {
-      await this.kubectl(args, { timeout: this.callTimeout });
-      this.#progress({ kind: "probed", workload: w.name, present: true });
-      return true;
+      out = await this.kubectl(args, { timeout: this.callTimeout, signal: this.#signal });
     } catch (err) {
-      if (err instanceof kube.KubectlError && err.reason === "not-found") {
-        this.#progress({ kind: "probed", workload: w.name, present: false });
-        return false;
-      }
-      const reason = err instanceof kube.KubectlError ? err.reason : "timeout";
-      const hint = remedy(reason, this.hint, w.namespace, w.probe);
+      const why = whyOf(err);
+      if (why === "interrupted") return this.#interrupted(w.probe, "probe stopped", err);
+      const hint = remedy(why, this.hint, w.namespace, w.probe, "get");
       return new ProbeError(`Cannot tell whether ${w.name} runs: ${messageOf(err)}`, {
         cause: err,
         ...(hint ? { hint } : {}),
       });
     }
+    const present = out.trim() !== "";
+    this.#progress({ kind: "probed", workload: w.name, present });
+    return present;
   }
 
   async #restartTargets(w: Workload): Promise<TargetResult[]> {
     const out: TargetResult[] = [];
     for (const target of w.targets) {
+      if (this.#signal?.aborted) {
+        out.push({
+          target,
+          state: "interrupted",
+          error: this.#interrupted(target, "not restarted"),
+        });
+        continue;
+      }
       const error = await this.#restartOne(w, target);
-      if (error) {
+      if (error instanceof InterruptedError) {
+        out.push({ target, state: "interrupted", error });
+      } else if (error) {
         this.#progress({ kind: "restart-failed", target, error });
         out.push({ target, state: "failed", error });
       } else {
@@ -162,22 +227,31 @@ export class Roller {
     return out;
   }
 
-  async #restartOne(w: Workload, target: string): Promise<RestartError | undefined> {
+  async #restartOne(
+    w: Workload,
+    target: string,
+  ): Promise<RestartError | InterruptedError | undefined> {
     const args = ["rollout", "restart", target, "-n", w.namespace, ...this.#requestTimeout()];
     for (let attempt = 0;; attempt++) {
       try {
-        await this.kubectl(args, { timeout: this.callTimeout });
+        await this.kubectl(args, { timeout: this.callTimeout, signal: this.#signal });
         return undefined;
       } catch (err) {
-        if (
-          attempt === 0 && err instanceof kube.KubectlError && err.reason === "already-restarted"
-        ) {
-          await new Promise((r) => setTimeout(r, sameSecondRetryMs));
-          continue;
+        const why = whyOf(err);
+        if (attempt === 0 && why === "already-restarted") {
+          // restartedAt has 1 s resolution: a second restart within the second sends no patch.
+          if (await this.#pause(sameSecondRetryMs)) continue;
+          return this.#interrupted(target, "not restarted");
         }
-        const reason = err instanceof kube.KubectlError ? err.reason : "timeout";
-        const hint = remedy(reason, this.hint, w.namespace, target);
-        const what = reason === "not-found"
+        if (why === "interrupted") {
+          return this.#interrupted(
+            target,
+            "restart stopped; it may or may not have been applied",
+            err,
+          );
+        }
+        const hint = remedy(why, this.hint, w.namespace, target, "patch");
+        const what = why === "not-found"
           ? `${target} not found in ${w.namespace} (deleted since the probe?)`
           : messageOf(err);
         return new RestartError(target, `Restart of ${target} failed: ${what}`, {
@@ -197,6 +271,17 @@ export class Roller {
       return { target, state: "pending", error };
     };
     const waitText = kube.formatMs(this.wait);
+    const stopped = (cause?: unknown): TargetResult => ({
+      target,
+      state: "interrupted",
+      error: new InterruptedError(
+        target,
+        true,
+        `${target}: restarted; stopped waiting for its rollout (interrupted)`,
+        { cause, hint: statusHint },
+      ),
+    });
+    if (this.#signal?.aborted) return stopped();
     if (remaining <= 0) {
       return pending(`${target} restarted; rollout not finished within ${waitText}`, undefined);
     }
@@ -210,12 +295,14 @@ export class Roller {
       `--timeout=${kube.durationFlag(remaining)}`,
     ];
     try {
-      await this.kubectl(args, { timeout: remaining + statusGraceMs });
+      await this.kubectl(args, { timeout: remaining + statusGraceMs, signal: this.#signal });
       this.#progress({ kind: "rolled-out", target });
       return { target, state: "rolled-out" };
     } catch (err) {
-      const reason = err instanceof kube.KubectlError ? err.reason : "timeout";
-      switch (reason) {
+      const why = whyOf(err);
+      switch (why) {
+        case "interrupted":
+          return stopped(err);
         case "rollout-timeout":
         case "timeout":
           return pending(
@@ -226,16 +313,36 @@ export class Roller {
           return pending(
             `${target} restarted, but nothing rolls until its pods are deleted (OnDelete)`,
             err,
-            remedy("on-delete", this.hint, w.namespace, target),
+            remedy("on-delete", this.hint, w.namespace, target, "watch"),
           );
         case "progress-deadline":
           return pending(`${target} restarted; its rollout exceeded its progress deadline`, err);
         case "deleted":
           return pending(`${target} restarted, then deleted while its rollout was watched`, err);
         default:
-          return pending(`${target} restarted; cannot watch its rollout: ${messageOf(err)}`, err);
+          return pending(
+            `${target} restarted; cannot watch its rollout: ${messageOf(err)}`,
+            err,
+            remedy(why, this.hint, w.namespace, target, "watch") ?? statusHint,
+          );
       }
     }
+  }
+
+  /** Waits `ms`; false when the signal fired first. */
+  #pause(ms: number): Promise<boolean> {
+    const signal = this.#signal;
+    if (signal?.aborted) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const done = (ok: boolean) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        resolve(ok);
+      };
+      const onAbort = () => done(false);
+      const timer = setTimeout(() => done(true), ms);
+      signal?.addEventListener("abort", onAbort);
+    });
   }
 
   #requestTimeout(): string[] {

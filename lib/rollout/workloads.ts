@@ -64,11 +64,16 @@ export function owned(kind: string, name: string, namespace: string): boolean {
  * One `rollout restart` command per namespace for the workloads the restore
  * rolls, namespaces in first-appearance order, each prefixed by `hint` (which
  * adds kubectl and the flags that reach the same apiserver). One list, so the
- * guidance cannot drift from what the restore does.
+ * guidance cannot drift from what the restore does. `workloads` narrows it,
+ * e.g. to the targets whose restart failed; by default all of Workloads.
  */
-export function restartCommands(hint: (args: string) => string = (a) => `kubectl ${a}`): string[] {
+export function restartCommands(
+  hint: (args: string) => string = (a) => `kubectl ${a}`,
+  workloads: readonly Workload[] = Workloads,
+): string[] {
   const byNamespace = new Map<string, string[]>();
-  for (const w of Workloads) {
+  for (const w of workloads) {
+    if (w.targets.length === 0) continue;
     const targets = byNamespace.get(w.namespace) ?? [];
     targets.push(...w.targets);
     byNamespace.set(w.namespace, targets);

@@ -19,8 +19,12 @@ export interface WorkloadSpec {
   readonly paused?: boolean;
   /** A DaemonSet with the OnDelete update strategy: patched, nothing rolls. */
   readonly onDelete?: boolean;
-  /** How long a rollout takes after a restart, in ms; "never" stalls it. Default 300. */
-  readonly rolloutMs?: number | "never";
+  /**
+   * How long a rollout takes after a restart, in ms; "never" stalls it;
+   * "manual" waits for the test to call complete() or exceedDeadline().
+   * Default 300.
+   */
+  readonly rolloutMs?: number | "never" | "manual";
 }
 
 export interface LoggedRequest {
@@ -42,8 +46,12 @@ export interface Faults {
   error500?: Match;
   /** Watches that open but never send an event. */
   stallWatch?: Match;
+  /** Requests refused by RBAC: 403 Forbidden, as the apiserver words it. */
+  forbidden?: Match;
   /** Called after each request is answered: lets a test change the cluster at that moment. */
   after?: (r: LoggedRequest, server: ApiServer) => void;
+  /** Called before each request is answered (awaited): lets a test set what it will see. */
+  before?: (r: LoggedRequest, server: ApiServer) => void | Promise<void>;
 }
 
 export interface ApiServerOptions {
@@ -52,6 +60,15 @@ export interface ApiServerOptions {
   /** Namespaces that exist besides those of the workloads. */
   readonly namespaces?: readonly string[];
   readonly workloads?: readonly WorkloadSpec[];
+  /** Serve https with this certificate (tests/support/tls.ts makes one); default plain http. */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string };
+}
+
+/** What writeKubeconfig puts in the kubeconfig besides the server. */
+export interface KubeconfigOptions {
+  readonly context?: string;
+  /** The kubeconfig's `user:` value, as YAML flow (default `{}`: no credentials). */
+  readonly user?: string;
 }
 
 type Obj = Record<string, unknown> & {
@@ -77,15 +94,17 @@ export class ApiServer {
   #rv = 100;
   #namespaces = new Set<string>();
   #objects = new Map<string, Obj>();
-  #rollout = new Map<string, number | "never">();
+  #rollout = new Map<string, number | "never" | "manual">();
   #watchers = new Set<Watcher>();
   #timers = new Set<ReturnType<typeof setTimeout>>();
   #closing = new AbortController();
   #server!: Deno.HttpServer;
   #minor: string;
+  #tls: ApiServerOptions["tls"];
 
   private constructor(opts: ApiServerOptions) {
     this.#minor = opts.minor ?? "32";
+    this.#tls = opts.tls;
     for (const ns of opts.namespaces ?? []) this.#namespaces.add(ns);
     for (const w of opts.workloads ?? []) this.add(w);
   }
@@ -93,21 +112,25 @@ export class ApiServer {
   static start(opts: ApiServerOptions = {}): Promise<ApiServer> {
     const s = new ApiServer(opts);
     return new Promise((resolve) => {
-      s.#server = Deno.serve(
-        { hostname: "127.0.0.1", port: 0, onListen: () => resolve(s) },
-        (req) => s.#handle(req),
-      );
+      const listen = { hostname: "127.0.0.1", port: 0, onListen: () => resolve(s) };
+      const tls = opts.tls ? { cert: opts.tls.cert, key: opts.tls.key } : {};
+      s.#server = Deno.serve({ ...listen, ...tls }, (req) => s.#handle(req));
     });
   }
 
   get url(): string {
     const addr = this.#server.addr as Deno.NetAddr;
-    return `http://127.0.0.1:${addr.port}`;
+    return `${this.#tls ? "https" : "http"}://127.0.0.1:${addr.port}`;
   }
 
-  /** Writes a kubeconfig for this server (plain HTTP, no auth) into `dir`; returns its path. */
-  async writeKubeconfig(dir: string, context = "sim"): Promise<string> {
+  /**
+   * Writes a kubeconfig for this server into `dir` (with its CA when it
+   * serves https; no credentials unless `opts.user` says); returns its path.
+   */
+  async writeKubeconfig(dir: string, opts: KubeconfigOptions = {}): Promise<string> {
     const path = join(dir, "kubeconfig");
+    const context = opts.context ?? "sim";
+    const ca = this.#tls ? `\n    certificate-authority-data: ${btoa(this.#tls.ca)}` : "";
     await Deno.writeTextFile(
       path,
       `apiVersion: v1
@@ -115,10 +138,10 @@ kind: Config
 clusters:
 - name: sim
   cluster:
-    server: ${this.url}
+    server: ${this.url}${ca}
 users:
 - name: sim
-  user: {}
+  user: ${opts.user ?? "{}"}
 contexts:
 - name: ${context}
   context:
@@ -148,8 +171,41 @@ current-context: ${context}
   }
 
   /** Changes how long the next rollouts of a workload take. */
-  setRollout(kind: Kind, namespace: string, name: string, ms: number | "never"): void {
+  setRollout(kind: Kind, namespace: string, name: string, ms: number | "never" | "manual"): void {
     this.#rollout.set(keyOf(plural[kind], namespace, name), ms);
+  }
+
+  /** The controller finishes the workload's rollout now (for "manual" rollouts). */
+  complete(kind: Kind, namespace: string, name: string): void {
+    const key = keyOf(plural[kind], namespace, name);
+    const cur = this.#objects.get(key);
+    if (!cur) return;
+    const done = structuredClone(cur);
+    const gen = cur.metadata.generation;
+    const replicas = replicasOf(cur);
+    done.status = done.kind === "Deployment"
+      ? deploymentStatus(gen, replicas, replicas)
+      : daemonSetStatus(gen, replicas, replicas);
+    done.metadata.resourceVersion = String(++this.#rv);
+    this.#objects.set(key, done);
+    this.#notify(key, "MODIFIED", done);
+  }
+
+  /** The Deployment controller gives up: Progressing=False, ProgressDeadlineExceeded. */
+  exceedDeadline(namespace: string, name: string): void {
+    const key = keyOf("deployments", namespace, name);
+    const cur = this.#objects.get(key);
+    if (!cur) return;
+    const next = structuredClone(cur);
+    (next.status as { conditions: unknown[] }).conditions = [{
+      type: "Progressing",
+      status: "False",
+      reason: "ProgressDeadlineExceeded",
+      message: `ReplicaSet "${name}-1" has timed out progressing.`,
+    }];
+    next.metadata.resourceVersion = String(++this.#rv);
+    this.#objects.set(key, next);
+    this.#notify(key, "MODIFIED", next);
   }
 
   /** The object as the server holds it, for assertions. */
@@ -227,6 +283,7 @@ current-context: ${context}
       body,
     };
     this.requests.push(logged);
+    await this.faults.before?.(logged, this);
     if (this.faults.hang?.(logged)) {
       // Held until the server closes; a killed client just drops the connection.
       await new Promise<void>((resolve) => {
@@ -235,6 +292,7 @@ current-context: ${context}
       return status(503, "ServiceUnavailable", "server closing");
     }
     if (this.faults.error500?.(logged)) return status(500, "InternalError", "injected failure");
+    if (this.faults.forbidden?.(logged)) return forbidden(logged);
     const res = this.#route(logged);
     this.faults.after?.(logged, this);
     return res;
@@ -416,7 +474,7 @@ current-context: ${context}
       ? deploymentStatus(gen, replicas, 0)
       : daemonSetStatus(gen, replicas, 0);
     const ms = this.#rollout.get(key) ?? 300;
-    if (ms === "never" || onDelete) return;
+    if (ms === "never" || ms === "manual" || onDelete) return;
     const t = setTimeout(() => {
       this.#timers.delete(t);
       const cur = this.#objects.get(key);
@@ -524,6 +582,25 @@ function status(code: number, reason: string, message: string): Response {
     reason,
     code,
   }, code);
+}
+
+/** 403 in the apiserver's words: `deployments.apps "x" is forbidden: User ... cannot patch ...`. */
+function forbidden(r: LoggedRequest): Response {
+  const m = /^\/apis\/apps\/v1\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/.exec(r.path);
+  const [ns, resource, name] = m ? [m[1]!, m[2]!, m[3]] : ["", "namespaces", undefined];
+  const verb = r.method === "PATCH"
+    ? "patch"
+    : r.query.watch === "true"
+    ? "watch"
+    : name
+    ? "get"
+    : "list";
+  const what = name ? `${resource}.apps "${name}"` : `${resource}.apps`;
+  return status(
+    403,
+    "Forbidden",
+    `${what} is forbidden: User "system:serviceaccount:default:limited" cannot ${verb} resource "${resource}" in API group "apps" in the namespace "${ns}"`,
+  );
 }
 
 function notFound(group: string, resource: string, name: string): Response {

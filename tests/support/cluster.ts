@@ -41,7 +41,7 @@ export const noKubectl: string | undefined = (() => {
 })();
 
 /** Every Stratum workload, present, rolling out in `ms`. */
-export function stratumWorkloads(ms: number | "never" = 100): WorkloadSpec[] {
+export function stratumWorkloads(ms: number | "never" | "manual" = 100): WorkloadSpec[] {
   return [
     { kind: "DaemonSet", namespace: "kube-system", name: "cilium", rolloutMs: ms },
     { kind: "Deployment", namespace: "kube-system", name: "cilium-operator", rolloutMs: ms },
@@ -85,13 +85,19 @@ export class SimCluster implements AsyncDisposable {
     const cfg: kube.Config = {
       binary: opts.binary ?? defaultKubectl,
       kubeconfig,
-      env: { KUBECACHEDIR: `${dir}/cache`, ...opts.env },
+      // TZ: kubectl's restartedAt is local time; tests that forge one use UTC.
+      env: { KUBECACHEDIR: `${dir}/cache`, TZ: "UTC", ...opts.env },
     };
     return new SimCluster(server, dir, kubeconfig, cfg);
   }
 
   roller(
-    opts: { callTimeout?: number; wait?: number; onProgress?: (p: rollout.Progress) => void } = {},
+    opts: {
+      callTimeout?: number;
+      wait?: number;
+      onProgress?: (p: rollout.Progress) => void;
+      signal?: AbortSignal;
+    } = {},
   ) {
     return new rollout.Roller({
       kubectl: kube.kubectl(this.cfg),
@@ -99,7 +105,13 @@ export class SimCluster implements AsyncDisposable {
       callTimeout: opts.callTimeout ?? 10_000,
       wait: opts.wait ?? 20_000,
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
+      ...(opts.signal ? { signal: opts.signal } : {}),
     });
+  }
+
+  /** Finishes every "manual" rollout of Stratum's workloads now. */
+  completeAll(): void {
+    for (const w of stratumWorkloads()) this.server.complete(w.kind, w.namespace, w.name);
   }
 
   /** Environment for running the CLI against this cluster. */

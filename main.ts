@@ -26,6 +26,7 @@ if (import.meta.main) {
       selfCommand: node.selfCommand(import.meta.url),
       interrupted: interrupt.signal,
     }),
+    cli.bundleGroup(),
     cli.nodeGroup({
       systemctl: () => new host.Systemctl(),
       interrupted: interrupt.signal,

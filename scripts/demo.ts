@@ -43,10 +43,42 @@ await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
 const bundle = await makeBundle(
   await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "demo-" }),
 );
+const key = join(bundle, "..", "demo-signing.pem");
+const pub = join(bundle, "..", "demo-trust.pem");
+for (
+  const args of [["genpkey", "-algorithm", "ed25519", "-out", key], [
+    "pkey",
+    "-in",
+    key,
+    "-pubout",
+    "-out",
+    pub,
+  ]]
+) {
+  if (!(await new Deno.Command("openssl", { args, stdout: "null" }).output()).success) {
+    throw new Error(`openssl ${args[0]} failed`);
+  }
+}
 console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}`);
 {
   await using sb = await Sandbox.start();
   const stratum = (...args: string[]) => sb.deno(["run", "-A", "main.ts", ...args]);
+  await shown(`stratum bundle make ${bundle}`, () => stratum("bundle", "make", bundle));
+  await shown(
+    `stratum bundle sign ${bundle} --key ${key}`,
+    () => stratum("bundle", "sign", bundle, "--key", key),
+  );
+  const trusted = await sb.exec([
+    "sh",
+    "-c",
+    `mkdir -p /etc/stratum/trust && cp ${pub} /etc/stratum/trust/demo.pem`,
+  ]);
+  if (trusted.code !== 0) throw new Error(trusted.stderr);
+  console.log("the node trusts the demo key: /etc/stratum/trust/demo.pem");
+  await shown(
+    `stratum bundle verify ${bundle} --mode nspawn`,
+    () => stratum("bundle", "verify", bundle, "--mode", "nspawn"),
+  );
   const installed = await sb.deno([
     "run",
     "-A",

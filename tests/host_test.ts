@@ -3,8 +3,7 @@
 // systemd sandbox, whose network namespace is its own.
 import { join } from "node:path";
 import * as host from "../lib/host/mod.ts";
-import { assert, assertEquals, assertRejects } from "./support/assert.ts";
-import { makeBundle, writeManifest } from "./support/bundle.ts";
+import { assert, assertEquals } from "./support/assert.ts";
 import { repoRoot, Sandbox, sandboxUnavailable } from "./support/sandbox.ts";
 
 async function scratch(): Promise<string> {
@@ -103,60 +102,6 @@ Deno.test("config snapshot: a snapshot of another migration is never restored", 
   await Deno.writeTextFile(join(root, f), "target's\n");
   assertEquals(await mine.restore(), true);
   assertEquals(await Deno.readTextFile(join(root, f)), "operator's current\n");
-});
-
-Deno.test("a bundle verifies, and installBundle copies it whole", async () => {
-  const dir = await makeBundle(await scratch());
-  const r = await host.verifyBundle(join(dir, "host"));
-  assert(r.files >= 3 && r.bytes > 0);
-  const dest = join(await scratch(), "bundles/host");
-  await host.installBundle(join(dir, "host"), dest);
-  assertEquals((await host.verifyBundle(dest)).files, r.files);
-});
-
-Deno.test("a tampered bundle is refused before anything changes, naming the file", async (t) => {
-  const cases: [string, (d: string) => Promise<void>, string][] = [
-    [
-      "altered",
-      (d) => Deno.writeTextFile(join(d, "stack/stack.py"), "print('evil')\n"),
-      "stack/stack.py",
-    ],
-    ["missing", (d) => Deno.remove(join(d, "stack.json")), "stack.json"],
-    [
-      "extra",
-      (d) => Deno.writeTextFile(join(d, "stack/extra.sh"), "#!/bin/sh\n"),
-      "stack/extra.sh",
-    ],
-    ["no manifest", (d) => Deno.remove(join(d, "SHA256SUMS")), "SHA256SUMS"],
-  ];
-  for (const [name, tamper, file] of cases) {
-    await t.step(name, async () => {
-      const dir = await makeBundle(await scratch());
-      const good = await makeBundle(await scratch());
-      const dest = join(await scratch(), "installed");
-      await host.installBundle(join(good, "host"), dest);
-      const before = await Deno.readTextFile(join(dest, "SHA256SUMS"));
-      await tamper(join(dir, "host"));
-      const err = await assertRejects(
-        () => host.installBundle(join(dir, "host"), dest),
-        (e) => e instanceof host.BundleError,
-      );
-      assert((err as Error).message.includes(file), (err as Error).message);
-      assertEquals(
-        await Deno.readTextFile(join(dest, "SHA256SUMS")),
-        before,
-        "the installed copy is untouched",
-      );
-    });
-  }
-});
-
-Deno.test("a bundle re-manifested after a change verifies again", async () => {
-  const dir = await makeBundle(await scratch());
-  await Deno.writeTextFile(join(dir, "host/stack/extra.txt"), "x");
-  await assertRejects(() => host.verifyBundle(join(dir, "host")));
-  await writeManifest(join(dir, "host"));
-  await host.verifyBundle(join(dir, "host"));
 });
 
 Deno.test({

@@ -56,13 +56,23 @@ export function migrateGroup(deps: MigrateDeps) {
         "--bundle <dir>",
         "bundle directory with one subdirectory per mode (default: the installed copy)",
       )
+      .option(
+        "--require-signature",
+        "refuse an unsigned bundle even when no key is trusted (/etc/stratum/trust/*.pem)",
+      )
       .addOption(
         new Option("--wait-ready <duration>", "how long the target may take to become healthy")
           .default("2m"),
       )
       .action(
         async (
-          opts: Common & { to: string; strategy: string; bundle?: string; waitReady: string },
+          opts: Common & {
+            to: string;
+            strategy: string;
+            bundle?: string;
+            requireSignature?: boolean;
+            waitReady: string;
+          },
         ) => {
           const out = ctx.output(opts);
           const to = checkMode(opts.to);
@@ -92,7 +102,9 @@ export function migrateGroup(deps: MigrateDeps) {
                 to,
                 sourceSlot: current.slot,
                 bundleModeDir: opts.bundle ? `${opts.bundle}/${to}` : paths.bundle(to),
+                ...(opts.requireSignature ? { requireSignature: true } : {}),
               });
+              for (const w of checked.warnings) out.log(`warning: ${w}`);
             } catch (err) {
               refused = messageOf(err);
             }
@@ -123,9 +135,10 @@ export function migrateGroup(deps: MigrateDeps) {
               "",
               refused
                 ? `Refused: ${refused}`
-                : `Preflight passed: bundle of ${checked!.bundleFiles} files verified, ${
-                  Math.round(checked!.freeBytes / 1048576)
-                } MiB free. Nothing was changed.`,
+                : `Preflight passed: bundle of ${checked!.bundleFiles} files verified${
+                  checked!.keyId ? `, signed by trusted key ${checked!.keyId}` : ""
+                }, ${Math.round(checked!.freeBytes / 1048576)} MiB free. Nothing was changed.`,
+              ...(checked?.warnings ?? []).map((w) => `warning: ${w}`),
             ],
           );
           ctx.exitCode = refused ? ExitUsage : ExitOK;
@@ -140,6 +153,10 @@ export function migrateGroup(deps: MigrateDeps) {
         "--bundle <dir>",
         "bundle directory with one subdirectory per mode (default: the installed copy)",
       )
+      .option(
+        "--require-signature",
+        "refuse an unsigned bundle even when no key is trusted (/etc/stratum/trust/*.pem)",
+      )
       .addOption(waitLockOption())
       .addOption(
         new Option("--wait-ready <duration>", "how long the target may take to become healthy")
@@ -150,6 +167,7 @@ export function migrateGroup(deps: MigrateDeps) {
           to: string;
           strategy: string;
           bundle?: string;
+          requireSignature?: boolean;
           waitLock: string;
           waitReady: string;
         },
@@ -188,6 +206,7 @@ export function migrateGroup(deps: MigrateDeps) {
               sourceSlot: current.slot,
               node: current.node,
               ...(opts.bundle ? { bundle: opts.bundle } : {}),
+              ...(opts.requireSignature ? { requireSignature: true } : {}),
               waitReadyMs,
               migrationId: startedAt.toISOString(),
               log: (l) => out.log(l),

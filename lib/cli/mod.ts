@@ -26,3 +26,4 @@ export { type RolloutDeps, rolloutGroup } from "./rollout.ts";
 export { parseDuration } from "./duration.ts";
 export { type MigrateDeps, migrateGroup } from "./migrate.ts";
 export { type NodeDeps, nodeGroup } from "./node.ts";
+export { bundleGroup } from "./bundle.ts";

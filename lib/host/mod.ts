@@ -1,7 +1,7 @@
 /**
  * Side effects on the host that a migration needs, knowing nothing of
  * isolation modes: durable file writes, systemctl, the config snapshot,
- * bundles and network cleanup. Every path is under a root (`hostPaths`), so
+ * the lock and network cleanup. Every path is under a root (`hostPaths`), so
  * tests can run against a scratch tree.
  *
  * @example Replace a state file so a crash leaves the old or the new one
@@ -26,7 +26,6 @@ export {
 export { type HostPaths, hostPaths } from "./paths.ts";
 export { Systemctl, type SystemctlOptions, type UnitCallOptions, UnitError } from "./systemctl.ts";
 export { ConfigSnapshot } from "./config_snapshot.ts";
-export { BundleError, installBundle, manifestName, sizeOf, verifyBundle } from "./bundle.ts";
 export {
   chainPattern,
   cleanupNetwork,

@@ -17,6 +17,8 @@ export interface HostPaths {
   readonly lock: string;
   readonly unitDir: string;
   readonly bundlesDir: string;
+  /** The public keys (`*.pem`) a bundle must be signed by, when any are installed. */
+  readonly trustDir: string;
   readonly bpfDir: string;
   readonly aptPreferencesDir: string;
   slot(name: string): string;
@@ -37,6 +39,7 @@ export function hostPaths(root = "/"): HostPaths {
     lock: at("/run/lock/stratum-migrate.lock"),
     unitDir: at("/etc/systemd/system"),
     bundlesDir: at("/var/lib/stratum/bundles"),
+    trustDir: at("/etc/stratum/trust"),
     bpfDir: at("/sys/fs/bpf/stratum"),
     aptPreferencesDir: at("/etc/apt/preferences.d"),
     slot: (s) => at(`/var/lib/stratum/slots/${s}`),

@@ -1,6 +1,8 @@
-import * as host from "../host/mod.ts";
+import * as bundle from "../bundle/mod.ts";
+import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
+import { bundlePolicy } from "./preflight.ts";
 
 /**
  * Brings up a node's first stack: installs the bundle's `mode` directory,
@@ -22,7 +24,11 @@ export async function installNode(
   },
 ): Promise<void> {
   const deps = { paths: o.paths, systemctl: o.systemctl };
-  await host.installBundle(`${o.bundle}/${o.mode}`, o.paths.bundle(o.mode));
+  await bundle.installBundle(
+    `${o.bundle}/${o.mode}`,
+    o.paths.bundle(o.mode),
+    await bundlePolicy(o.paths),
+  );
   const backend = isolation.backendFor(o.mode, deps);
   const ref = await backend.prepare({
     slot: o.slot,

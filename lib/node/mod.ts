@@ -18,7 +18,13 @@
  * @module
  */
 
-export { ErrPreflight, freeSpace, preflight, type PreflightInput } from "./preflight.ts";
+export {
+  bundlePolicy,
+  ErrPreflight,
+  freeSpace,
+  preflight,
+  type PreflightInput,
+} from "./preflight.ts";
 export { ErrNotReady, nodeSpec, type NodeSpecOptions, waitReady } from "./spec.ts";
 export { installNode } from "./install.ts";
 export { plan, type PlannedStep } from "./plan.ts";

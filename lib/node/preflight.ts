@@ -1,6 +1,7 @@
 import * as exec from "../exec/mod.ts";
 import { dirname, join } from "node:path";
-import * as host from "../host/mod.ts";
+import * as bundle from "../bundle/mod.ts";
+import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 
 /** A migration refused before anything changed: the node is as it was. */
@@ -16,7 +17,21 @@ export interface PreflightInput {
   readonly sourceSlot: isolation.Slot;
   /** Where the target's bundle is verified: the operator's --bundle DIR/<to>, or the installed copy. */
   readonly bundleModeDir: string;
+  /** Refuse an unsigned bundle even when the node trusts no keys. */
+  readonly requireSignature?: boolean;
   readonly nspawn?: string;
+}
+
+/** How a bundle is checked on this node: its trust store, and whether a signature is required. */
+export async function bundlePolicy(
+  paths: host.HostPaths,
+  requireSignature = false,
+): Promise<bundle.VerifyOptions> {
+  return {
+    trust: await bundle.loadTrust(paths.trustDir),
+    trustDir: paths.trustDir,
+    requireSignature,
+  };
 }
 
 /**
@@ -27,7 +42,13 @@ export interface PreflightInput {
  */
 export async function preflight(
   input: PreflightInput,
-): Promise<{ bundleFiles: number; bundleBytes: number; freeBytes: number }> {
+): Promise<{
+  bundleFiles: number;
+  bundleBytes: number;
+  freeBytes: number;
+  keyId?: string;
+  warnings: readonly string[];
+}> {
   const { paths, from, to } = input;
   if (from === to) throw new ErrPreflight(`The node already runs in ${to} mode`);
   if (to === "nspawn") {
@@ -38,9 +59,12 @@ export async function preflight(
       );
     }
   }
-  let bundle: { files: number; bytes: number };
+  let verified: bundle.Verified;
   try {
-    bundle = await host.verifyBundle(input.bundleModeDir);
+    verified = await bundle.verifyBundle(
+      input.bundleModeDir,
+      await bundlePolicy(paths, input.requireSignature),
+    );
   } catch (err) {
     throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
   }
@@ -55,13 +79,19 @@ export async function preflight(
   }
   // The slot and the installed bundle copy, with room to spare.
   const freeBytes = await freeSpace(paths.slotsDir);
-  if (freeBytes < bundle.bytes * 2 + 16 * 1024 * 1024) {
+  if (freeBytes < verified.bytes * 2 + 16 * 1024 * 1024) {
     throw new ErrPreflight(
       `Not enough space for slot ${target}: ${freeBytes} bytes free under ${paths.slotsDir}, ` +
-        `${bundle.bytes * 2 + 16 * 1024 * 1024} needed`,
+        `${verified.bytes * 2 + 16 * 1024 * 1024} needed`,
     );
   }
-  return { bundleFiles: bundle.files, bundleBytes: bundle.bytes, freeBytes };
+  return {
+    bundleFiles: verified.files,
+    bundleBytes: verified.bytes,
+    freeBytes,
+    ...(verified.keyId ? { keyId: verified.keyId } : {}),
+    warnings: verified.warnings,
+  };
 }
 
 /** Bytes available to root on the file system holding `path` (or its nearest existing parent). */

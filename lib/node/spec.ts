@@ -1,7 +1,8 @@
+import * as bundle from "../bundle/mod.ts";
 import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import type * as migrate from "../migrate/mod.ts";
-import { preflight } from "./preflight.ts";
+import { bundlePolicy, preflight } from "./preflight.ts";
 
 /** What the real migration of this node needs. */
 export interface NodeSpecOptions {
@@ -14,6 +15,8 @@ export interface NodeSpecOptions {
   readonly node: string;
   /** The operator's bundle (a directory with one subdirectory per mode); unset: use the installed copy. */
   readonly bundle?: string;
+  /** Refuse an unsigned bundle even when the node trusts no keys. */
+  readonly requireSignature?: boolean;
   /** How long waitReady waits for the target to be healthy, in ms. */
   readonly waitReadyMs: number;
   /**
@@ -60,18 +63,25 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
     targetSpec: { slot: target, node: o.node, bundleDir: installed },
     targetRoot,
     preflight: async () => {
-      await preflight({
+      const r = await preflight({
         paths,
         from: o.from,
         to: o.to,
         sourceSlot: o.sourceSlot,
         bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : installed,
+        ...(o.requireSignature ? { requireSignature: true } : {}),
       });
+      for (const w of r.warnings) log(`warning: ${w}`);
+      if (r.keyId) log(`preflight: bundle signed by trusted key ${r.keyId}`);
     },
     download: async () => {
       if (!o.bundle) return;
       log(`download: copying ${o.bundle}/${o.to} to ${installed} and verifying it`);
-      await host.installBundle(`${o.bundle}/${o.to}`, installed);
+      await bundle.installBundle(
+        `${o.bundle}/${o.to}`,
+        installed,
+        await bundlePolicy(paths, o.requireSignature),
+      );
     },
     snapshotConfig: () => snapshot.take(),
     restoreConfig: async () => {

@@ -1,11 +1,11 @@
 // Builds node-stack bundles for tests and the demo: one directory per mode
 // with a stack.json, a small Python stack (a long-running process that tells
 // systemd it is ready and answers /healthz), a host config file it writes,
-// and the SHA256SUMS manifest. Python 3 from the host's /usr runs it in both
+// and the SHA256SUMS manifest (written by lib/bundle, as `stratum bundle make` does). Python 3 from the host's /usr runs it in both
 // modes (nspawn binds /usr read-only into the machine).
 
-import { createHash } from "node:crypto";
-import { dirname, join, relative } from "node:path";
+import { dirname, join } from "node:path";
+import * as bundle from "../../lib/bundle/mod.ts";
 import type { Mode } from "../../lib/isolation/mod.ts";
 
 /** How the stack behaves, for fault injection through the bundle. */
@@ -85,24 +85,7 @@ export async function makeBundle(
       await Deno.mkdir(dirname(join(m, f)), { recursive: true });
       await Deno.writeTextFile(join(m, f), text);
     }
-    await writeManifest(m);
+    await bundle.makeManifest(m);
   }
   return dir;
-}
-
-/** (Re)writes a mode directory's SHA256SUMS from the files in it. */
-export async function writeManifest(modeDir: string): Promise<void> {
-  const lines: string[] = [];
-  const walk = async (d: string) => {
-    for await (const e of Deno.readDir(d)) {
-      const p = join(d, e.name);
-      if (e.isDirectory) await walk(p);
-      else if (e.name !== "SHA256SUMS") {
-        const sum = createHash("sha256").update(await Deno.readFile(p)).digest("hex");
-        lines.push(`${sum}  ${relative(modeDir, p)}`);
-      }
-    }
-  };
-  await walk(modeDir);
-  await Deno.writeTextFile(join(modeDir, "SHA256SUMS"), lines.sort().join("\n") + "\n");
 }

@@ -1,0 +1,145 @@
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { BundleError } from "./errors.ts";
+
+/** The manifest in each mode directory of a bundle, in `sha256sum` format. */
+export const manifestName = "SHA256SUMS";
+/** The detached Ed25519 signature of the manifest, beside it. */
+export const signatureName = "SHA256SUMS.sig";
+
+/** One regular file of a bundle tree. */
+export interface TreeFile {
+  /** Relative to the mode directory, `/`-separated. */
+  readonly path: string;
+  readonly size: number;
+}
+
+/**
+ * Parses a manifest: path → sha256 hex. A line that is not `HEX  PATH`, an
+ * absolute path, a path with `..` or an empty component, or a path listed
+ * twice is refused: a manifest names files inside the bundle, once.
+ */
+export function parseManifest(text: string, where: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [i, line] of text.split("\n").entries()) {
+    if (line.trim() === "") continue;
+    const m = /^([0-9a-f]{64}) [ *](.+)$/.exec(line);
+    const path = m?.[2]?.replace(/^\.\//, "");
+    const parts = path?.split("/") ?? [];
+    if (
+      !m || !path || path.startsWith("/") || parts.some((p) => p === ".." || p === "" || p === ".")
+    ) {
+      throw new BundleError(
+        "manifest",
+        `Bundle ${where}: ${manifestName} line ${i + 1} is malformed or leaves the bundle`,
+        path,
+      );
+    }
+    if (out.has(path)) {
+      throw new BundleError("manifest", `Bundle ${where}: ${path} is listed twice`, path);
+    }
+    out.set(path, m[1]!);
+  }
+  return out;
+}
+
+/** The manifest text for `sums` (path → hex), sorted by path, as `sha256sum` writes it. */
+export function formatManifest(sums: ReadonlyMap<string, string>): string {
+  return [...sums].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([p, h]) => `${h}  ${p}\n`).join("");
+}
+
+/**
+ * Every regular file under `dir`, with its size, sorted. A symlink, device,
+ * FIFO or socket anywhere in the tree is refused, naming it: a bundle is
+ * plain files, and a link could make a verified path read something else.
+ */
+export async function listTree(dir: string): Promise<TreeFile[]> {
+  const out: TreeFile[] = [];
+  const walk = async (rel: string) => {
+    for await (const e of Deno.readDir(rel ? join(dir, rel) : dir)) {
+      const path = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isSymlink) {
+        throw new BundleError(
+          "unsafe",
+          `Bundle ${dir}: ${path} is a symlink; bundles hold plain files only`,
+          path,
+        );
+      }
+      if (e.isDirectory) await walk(path);
+      else if (e.isFile) out.push({ path, size: (await Deno.lstat(join(dir, path))).size });
+      else {
+        throw new BundleError(
+          "unsafe",
+          `Bundle ${dir}: ${path} is a device, FIFO or socket; bundles hold plain files only`,
+          path,
+        );
+      }
+    }
+  };
+  await walk("");
+  return out.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** Read size of the streaming hash: memory per file hashed, whatever its size. */
+const chunkBytes = 1 << 20;
+
+/** The sha256 of a file, read as a stream in fixed-size chunks. */
+export async function hashFile(path: string): Promise<string> {
+  const h = createHash("sha256");
+  using f = await Deno.open(path, { read: true });
+  const buf = new Uint8Array(chunkBytes);
+  for (;;) {
+    const n = await f.read(buf);
+    if (n === null) break;
+    h.update(buf.subarray(0, n));
+  }
+  return h.digest("hex");
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time; rejects with the first failure. */
+export async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && next < items.length) {
+      const item = items[next++]!;
+      try {
+        await fn(item);
+      } catch (err) {
+        failed = true;
+        throw err;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}
+
+/** How many files are hashed at once: a disk serves a few streams well, a CPU hashes one each. */
+export function hashConcurrency(): number {
+  return Math.max(2, Math.min(4, navigator.hardwareConcurrency || 2));
+}
+
+/**
+ * Writes `dir`'s SHA256SUMS from the files in it (all but the manifest and
+ * its signature) and removes a signature that no longer matches. Returns the
+ * number of files and bytes listed.
+ */
+export async function makeManifest(dir: string): Promise<{ files: number; bytes: number }> {
+  const files = (await listTree(dir)).filter((f) =>
+    f.path !== manifestName && f.path !== signatureName
+  );
+  const sums = new Map<string, string>();
+  await eachLimited(files, hashConcurrency(), async (f) => {
+    sums.set(f.path, await hashFile(join(dir, f.path)));
+  });
+  await Deno.writeTextFile(join(dir, manifestName), formatManifest(sums));
+  await Deno.remove(join(dir, signatureName)).catch((err) => {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  });
+  return { files: files.length, bytes: files.reduce((n, f) => n + f.size, 0) };
+}

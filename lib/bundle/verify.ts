@@ -1,0 +1,118 @@
+import { join } from "node:path";
+import { BundleError } from "./errors.ts";
+import {
+  eachLimited,
+  hashConcurrency,
+  hashFile,
+  listTree,
+  manifestName,
+  parseManifest,
+  signatureName,
+} from "./manifest.ts";
+import { signer, type TrustedKey } from "./signature.ts";
+
+/** How a bundle is checked. */
+export interface VerifyOptions {
+  /** The node's trusted keys; with any, the bundle must be signed by one of them. */
+  readonly trust?: readonly TrustedKey[];
+  /** Where the keys came from, for messages (e.g. /etc/stratum/trust). */
+  readonly trustDir?: string;
+  /** Refuse an unsigned bundle even when the node trusts no keys. */
+  readonly requireSignature?: boolean;
+}
+
+/** What a verified bundle is. */
+export interface Verified {
+  readonly files: number;
+  readonly bytes: number;
+  /** The id of the trusted key whose signature verified, when one did. */
+  readonly keyId?: string;
+  /** Accepted, but the operator should know: unsigned, or signed with nothing to check it against. */
+  readonly warnings: readonly string[];
+}
+
+/**
+ * Checks a bundle's mode directory: first its manifest's signature against
+ * the trusted keys, then every file against the manifest (`sha256sum -c`
+ * can check the same by hand), streaming each file in fixed-size chunks,
+ * several at once. Refuses, naming the bundle and the file or key: no
+ * manifest, a malformed line or one leaving the bundle, a symlink or device,
+ * a file missing, not listed or altered; with trusted keys, no signature or
+ * one no trusted key made.
+ */
+export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promise<Verified> {
+  const trust = opts.trust ?? [];
+  const trustDir = opts.trustDir ?? "the trust store";
+  let manifest: Uint8Array<ArrayBuffer>;
+  try {
+    manifest = await Deno.readFile(join(dir, manifestName));
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory) {
+      throw new BundleError(
+        "manifest",
+        `Bundle ${dir} has no ${manifestName} manifest (or does not exist)`,
+        manifestName,
+      );
+    }
+    throw err;
+  }
+  const sig = await Deno.readFile(join(dir, signatureName)).catch((err) => {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  });
+
+  const warnings: string[] = [];
+  let keyId: string | undefined;
+  const ids = trust.map((k) => k.id).join(", ");
+  if (trust.length > 0) {
+    if (!sig) {
+      throw new BundleError(
+        "unsigned",
+        `Bundle ${dir} is not signed (no ${signatureName}); this node trusts only key ${ids} (${trustDir})`,
+        signatureName,
+      );
+    }
+    const k = await signer(manifest, sig, trust);
+    if (!k) {
+      const what = sig.length === 64 ? "is not" : `is malformed (${sig.length} bytes, not 64), not`;
+      throw new BundleError(
+        "untrusted",
+        `Bundle ${dir}: ${signatureName} ${what} a signature of ${manifestName} by a trusted key (trusted: ${ids} in ${trustDir})`,
+        signatureName,
+      );
+    }
+    keyId = k.id;
+  } else if (opts.requireSignature) {
+    throw new BundleError(
+      sig ? "untrusted" : "unsigned",
+      `Bundle ${dir}: a signature is required, but no trusted key is installed in ${trustDir}`,
+      signatureName,
+    );
+  } else {
+    warnings.push(
+      sig
+        ? `bundle ${dir} is signed, but no trusted key is installed in ${trustDir}: the signature was not checked`
+        : `bundle ${dir} is not signed and no trusted key is installed in ${trustDir}: accepted on its checksums alone`,
+    );
+  }
+
+  const listed = parseManifest(new TextDecoder().decode(manifest), dir);
+  const tree = await listTree(dir);
+  const found = new Map(tree.map((f) => [f.path, f.size]));
+  for (const f of tree) {
+    if (f.path !== manifestName && f.path !== signatureName && !listed.has(f.path)) {
+      throw new BundleError("file", `Bundle ${dir}: ${f.path} is not in ${manifestName}`, f.path);
+    }
+  }
+  for (const f of listed.keys()) {
+    if (!found.has(f)) throw new BundleError("file", `Bundle ${dir}: ${f} is missing`, f);
+  }
+  await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
+    if ((await hashFile(join(dir, f))) !== want) {
+      throw new BundleError("file", `Bundle ${dir}: ${f} does not match its sha256`, f);
+    }
+  });
+  let bytes = 0;
+  for (const f of listed.keys()) bytes += found.get(f)!;
+  return { files: listed.size, bytes, ...(keyId ? { keyId } : {}), warnings };
+}

@@ -1,0 +1,178 @@
+import type { Command } from "commander";
+import { join } from "node:path";
+import * as bundle from "../bundle/mod.ts";
+import { messageOf } from "../errors/mod.ts";
+import { writeFileDurable } from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+import * as node from "../node/mod.ts";
+import { ExitOK, ExitUsage, UsageError } from "./exit.ts";
+import { rootPaths } from "./migrate.ts";
+import { type Context, jsonOption } from "./program.ts";
+
+/** `stratum bundle make|sign|verify`. */
+export function bundleGroup() {
+  return (program: Command, ctx: Context): void => {
+    const group = program
+      .command("bundle")
+      .description("make, sign and verify the bundles nodes run")
+      .addHelpText(
+        "after",
+        "\nA bundle is a directory with one subdirectory per mode (host, nspawn), each holding\n" +
+          "a SHA256SUMS manifest and, once signed, SHA256SUMS.sig: the raw Ed25519 signature of\n" +
+          "the manifest. A node that has public keys in /etc/stratum/trust/*.pem uses only bundles\n" +
+          "one of them signed. Keys are plain OpenSSL Ed25519 keys:\n" +
+          "  openssl genpkey -algorithm ed25519 -out signing.pem\n" +
+          "  openssl pkey -in signing.pem -pubout -out /etc/stratum/trust/release.pem\n" +
+          "\nExample:\n" +
+          "  stratum bundle make /srv/bundle && stratum bundle sign /srv/bundle --key signing.pem\n" +
+          "  stratum bundle verify /srv/bundle --mode nspawn",
+      );
+
+    group.command("make")
+      .description("write SHA256SUMS in each mode directory of DIR (removes a stale signature)")
+      .argument("<dir>", "the bundle directory")
+      .addOption(jsonOption())
+      .action(async (dir: string, opts: { json?: boolean }) => {
+        const out = ctx.output(opts);
+        const modes = await modeDirs(dir);
+        const made: ({ mode: isolation.Mode; files: number; bytes: number })[] = [];
+        for (const mode of modes) {
+          made.push({ mode, ...(await bundle.makeManifest(join(dir, mode))) });
+        }
+        out.result(
+          { outcome: "made", modes: made },
+          () =>
+            made.map((m) =>
+              `${m.mode}: ${bundle.manifestName} lists ${m.files} files, ${m.bytes} bytes`
+            ),
+        );
+      });
+
+    group.command("sign")
+      .description(
+        "sign each mode's SHA256SUMS with an Ed25519 private key (writes SHA256SUMS.sig)",
+      )
+      .argument("<dir>", "the bundle directory")
+      .requiredOption("--key <file>", "the private key, PEM (openssl genpkey -algorithm ed25519)")
+      .addOption(jsonOption())
+      .action(async (dir: string, opts: { key: string; json?: boolean }) => {
+        const out = ctx.output(opts);
+        const modes = await modeDirs(dir);
+        const pem = await Deno.readTextFile(opts.key).catch((err) => {
+          throw new UsageError(`--key ${opts.key}: ${messageOf(err)}`);
+        });
+        const key = await usage(bundle.readPrivateKey(pem, opts.key));
+        const manifests = await Promise.all(modes.map(async (mode) => {
+          const path = join(dir, mode, bundle.manifestName);
+          const data = await Deno.readFile(path).catch(() => {
+            throw new UsageError(`${path} is missing: run stratum bundle make ${dir} first`);
+          });
+          return { mode, data };
+        }));
+        for (const { mode, data } of manifests) {
+          const sig = await bundle.sign(data, key);
+          await writeFileDurable(join(dir, mode, bundle.signatureName), sig, { mode: 0o644 });
+        }
+        out.result(
+          { outcome: "signed", keyId: key.id, modes, publicKey: key.publicPem },
+          () => [
+            `signed ${modes.join(", ")} with key ${key.id}`,
+            "nodes trust it with this public key in /etc/stratum/trust/<name>.pem:",
+            key.publicPem.trimEnd(),
+          ],
+        );
+      });
+
+    group.command("verify")
+      .description(
+        "verify a bundle: the signature against this node's trusted keys, then every file",
+      )
+      .argument("<dir>", "the bundle directory")
+      .option("--mode <mode>", `only this mode (${isolation.modes.join(", ")})`)
+      .option(
+        "--root <dir>",
+        "prefix for every host path: the trust store is ROOT/etc/stratum/trust",
+        "/",
+      )
+      .option("--require-signature", "refuse an unsigned bundle even when no key is trusted")
+      .addOption(jsonOption())
+      .addHelpText(
+        "after",
+        "\nExit 0 when it verifies, 2 when it does not (the message names the file or key).",
+      )
+      .action(
+        async (
+          dir: string,
+          opts: { mode?: string; root: string; requireSignature?: boolean; json?: boolean },
+        ) => {
+          const out = ctx.output(opts);
+          const paths = await rootPaths(opts.root);
+          const modes = opts.mode ? [checkMode(opts.mode)] : await modeDirs(dir);
+          const policy = await usage(node.bundlePolicy(paths, opts.requireSignature === true));
+          const verified: (bundle.Verified & { mode: isolation.Mode })[] = [];
+          let refused: string | undefined;
+          for (const mode of modes) {
+            try {
+              verified.push({ mode, ...(await bundle.verifyBundle(join(dir, mode), policy)) });
+            } catch (err) {
+              if (!(err instanceof bundle.BundleError)) throw err;
+              refused = err.message;
+              break;
+            }
+          }
+          const warnings = verified.flatMap((v) => v.warnings);
+          for (const w of warnings) out.log(`warning: ${w}`);
+          out.result(
+            {
+              outcome: refused ? "refused" : "verified",
+              ...(refused ? { message: refused } : {}),
+              trustedKeys: (policy.trust ?? []).map((k) => k.id),
+              modes: verified,
+            },
+            () =>
+              refused
+                ? [`refused: ${refused}`]
+                : verified.map((v) =>
+                  `${v.mode}: ${v.files} files, ${v.bytes} bytes verified${
+                    v.keyId ? `, signed by trusted key ${v.keyId}` : ", not signature-checked"
+                  }`
+                ),
+          );
+          if (refused) out.error(refused);
+          ctx.exitCode = refused ? ExitUsage : ExitOK;
+        },
+      );
+  };
+}
+
+function checkMode(m: string): isolation.Mode {
+  if (!isolation.isMode(m)) {
+    throw new UsageError(`unknown mode ${JSON.stringify(m)} (${isolation.modes.join(", ")})`);
+  }
+  return m;
+}
+
+/** The mode directories (host, nspawn) in a bundle; none is bad input. */
+async function modeDirs(dir: string): Promise<isolation.Mode[]> {
+  const found: isolation.Mode[] = [];
+  for (const m of isolation.modes) {
+    const st = await Deno.lstat(join(dir, m)).catch(() => undefined);
+    if (st?.isDirectory) found.push(m);
+  }
+  if (found.length === 0) {
+    throw new UsageError(
+      `${dir} is not a bundle: it has no mode directory (${isolation.modes.join(", ")})`,
+    );
+  }
+  return found;
+}
+
+/** A bad key or trust store is bad input: exit 2, nothing changed. */
+async function usage<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof bundle.BundleError) throw new UsageError(err.message);
+    throw err;
+  }
+}

@@ -1,0 +1,337 @@
+// Bundles a node can trust. Invariants: with trusted keys installed, only a
+// bundle whose manifest one of them signed is used, and every file matches
+// that manifest; a refused bundle exits 2, names the file or key, and leaves
+// the node's installed bundle as it was; signatures interoperate with stock
+// openssl both ways. Expected key ids come from openssl, not from stratum.
+
+import { join } from "node:path";
+import * as bundle from "../lib/bundle/mod.ts";
+import * as host from "../lib/host/mod.ts";
+import * as node from "../lib/node/mod.ts";
+import { assert, assertEquals, assertRejects } from "./support/assert.ts";
+import { makeBundle } from "./support/bundle.ts";
+import { stratum } from "./support/cli.ts";
+import { noOpenssl } from "./support/tls.ts";
+
+const ignore = noOpenssl !== undefined;
+
+async function openssl(args: string[], stdin?: Uint8Array): Promise<Deno.CommandOutput> {
+  const child = new Deno.Command("openssl", {
+    args,
+    stdin: stdin ? "piped" : "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  if (stdin) {
+    const w = child.stdin.getWriter();
+    await w.write(stdin);
+    await w.close();
+  }
+  return await child.output();
+}
+
+/** A key pair made by openssl, and its id computed the way the docs tell an operator to. */
+async function keyPair(dir: string, name: string) {
+  const priv = join(dir, `${name}.key.pem`);
+  const pub = join(dir, `${name}.pub.pem`);
+  assert((await openssl(["genpkey", "-algorithm", "ed25519", "-out", priv])).success);
+  assert((await openssl(["pkey", "-in", priv, "-pubout", "-out", pub])).success);
+  const der = await openssl(["pkey", "-pubin", "-in", pub, "-outform", "DER"]);
+  const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", der.stdout));
+  const id = [...sum.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");
+  return { priv, pub, id };
+}
+
+/** A scratch node root that trusts `keys` (public PEM paths). */
+async function nodeRoot(keys: string[]): Promise<string> {
+  const root = await Deno.makeTempDir({ prefix: "stratum-trust-" });
+  const trust = join(root, "etc/stratum/trust");
+  await Deno.mkdir(trust, { recursive: true });
+  for (const [i, k] of keys.entries()) await Deno.copyFile(k, join(trust, `key${i}.pem`));
+  return root;
+}
+
+async function verify(dir: string, root: string, ...extra: string[]) {
+  const r = await stratum(["bundle", "verify", dir, "--root", root, "--json", ...extra]);
+  return { ...r, doc: r.stdout ? JSON.parse(r.stdout) : undefined };
+}
+
+Deno.test({
+  name: "bundle make, sign and verify: trust decides, key ids match openssl's",
+  ignore,
+  async fn(t) {
+    const tmp = await Deno.makeTempDir();
+    const a = await keyPair(tmp, "a");
+    const b = await keyPair(tmp, "b");
+    const dir = await makeBundle(join(tmp, "bundle"));
+    const none = await nodeRoot([]);
+    const trustsA = await nodeRoot([a.pub]);
+    const trustsB = await nodeRoot([b.pub]);
+    const trustsBoth = await nodeRoot([a.pub, b.pub]);
+
+    await t.step(
+      "unsigned, no keys: verifies with a warning; --require-signature: exit 2",
+      async () => {
+        const r = await verify(dir, none);
+        assertEquals(r.code, 0, r.stderr);
+        assert(r.stderr.includes("not signed"), r.stderr);
+        const req = await verify(dir, none, "--require-signature");
+        assertEquals(req.code, 2, req.stderr);
+      },
+    );
+    await t.step("unsigned, keys installed: exit 2, naming the trusted key", async () => {
+      const r = await verify(dir, trustsA);
+      assertEquals(r.code, 2);
+      assert(r.doc.message.includes("not signed") && r.doc.message.includes(a.id), r.doc.message);
+    });
+    const signed = await stratum(["bundle", "sign", dir, "--key", a.priv, "--json"]);
+    assertEquals(signed.code, 0, signed.stderr);
+    assertEquals(JSON.parse(signed.stdout).keyId, a.id);
+    await t.step("signed by A: verifies where A is trusted, with A's id", async () => {
+      const r = await verify(dir, trustsA);
+      assertEquals(r.code, 0, r.stderr);
+      assertEquals(r.doc.modes.map((m: { keyId: string }) => m.keyId), [a.id, a.id]);
+    });
+    await t.step("signed by A, only B trusted: exit 2 naming B", async () => {
+      const r = await verify(dir, trustsB);
+      assertEquals(r.code, 2);
+      assert(r.doc.message.includes(b.id) && r.doc.message.includes("not"), r.doc.message);
+    });
+    await t.step("rotation: A and B trusted, either signature verifies", async () => {
+      assertEquals((await verify(dir, trustsBoth)).code, 0);
+      assertEquals((await stratum(["bundle", "sign", dir, "--key", b.priv])).code, 0);
+      const r = await verify(dir, trustsBoth);
+      assertEquals(r.code, 0, r.stderr);
+      assertEquals(r.doc.modes[0].keyId, b.id);
+      assertEquals(
+        (await verify(dir, trustsA)).code,
+        2,
+        "A alone no longer verifies B's signature",
+      );
+    });
+    await t.step("a trust store file that is not a key: exit 2", async () => {
+      const bad = await nodeRoot([a.pub]);
+      await Deno.writeTextFile(join(bad, "etc/stratum/trust/broken.pem"), "not a key\n");
+      const r = await verify(dir, bad);
+      assertEquals(r.code, 2, r.stderr);
+      assert(r.stderr.includes("broken.pem"), r.stderr);
+    });
+  },
+});
+
+Deno.test({
+  name:
+    "a tampered signed bundle exits 2 naming what is wrong, and an installed bundle stays as it was",
+  ignore,
+  async fn(t) {
+    const tmp = await Deno.makeTempDir();
+    const a = await keyPair(tmp, "a");
+    const root = await nodeRoot([a.pub]);
+    const policy = await node.bundlePolicy(host.hostPaths(root));
+    const sign = async (d: string) =>
+      assertEquals((await stratum(["bundle", "sign", d, "--key", a.priv])).code, 0);
+    const cases: [string, (m: string) => Promise<void>, RegExp][] = [
+      [
+        "altered file",
+        (m) => Deno.writeTextFile(join(m, "stack/stack.py"), "evil\n"),
+        /stack\/stack\.py/,
+      ],
+      [
+        "added file",
+        (m) => Deno.writeTextFile(join(m, "stack/extra.sh"), "#!/bin/sh\n"),
+        /stack\/extra\.sh/,
+      ],
+      ["removed file", (m) => Deno.remove(join(m, "stack.json")), /stack\.json is missing/],
+      [
+        "removed manifest line",
+        async (m) => {
+          const lines = (await Deno.readTextFile(join(m, "SHA256SUMS"))).split("\n");
+          await Deno.writeTextFile(join(m, "SHA256SUMS"), lines.slice(1).join("\n"));
+        },
+        /SHA256SUMS\.sig is not a signature/,
+      ],
+      [
+        "symlink",
+        (m) => Deno.symlink("/etc/shadow", join(m, "stack/link")),
+        /stack\/link is a symlink/,
+      ],
+      [
+        "FIFO",
+        async (m) => {
+          assert((await new Deno.Command("mkfifo", { args: [join(m, "pipe")] }).output()).success);
+        },
+        /pipe is a device, FIFO or socket/,
+      ],
+      [
+        "truncated signature",
+        async (m) => {
+          const sig = await Deno.readFile(join(m, "SHA256SUMS.sig"));
+          await Deno.writeFile(join(m, "SHA256SUMS.sig"), sig.slice(0, 40));
+        },
+        /malformed \(40 bytes/,
+      ],
+      ["signature removed", (m) => Deno.remove(join(m, "SHA256SUMS.sig")), /not signed/],
+    ];
+    const good = await makeBundle(join(tmp, "good"));
+    await sign(good);
+    const dest = join(root, "var/lib/stratum/bundles/host");
+    await bundle.installBundle(join(good, "host"), dest, policy);
+    const snapshot = async () =>
+      JSON.stringify(await treeOf(join(root, "var/lib/stratum/bundles")));
+    const before = await snapshot();
+    for (const [name, tamper, says] of cases) {
+      await t.step(name, async () => {
+        const dir = await makeBundle(join(tmp, name.replaceAll(" ", "-")));
+        await sign(dir);
+        await tamper(join(dir, "host"));
+        const r = await verify(dir, root, "--mode", "host");
+        assertEquals(r.code, 2, r.stderr);
+        assert(says.test(r.doc.message), r.doc.message);
+        assertEquals(r.stderr.trim().split("\n").length, 1, r.stderr);
+        await assertRejects(
+          () => bundle.installBundle(join(dir, "host"), dest, policy),
+          (e) => e instanceof bundle.BundleError,
+        );
+        assertEquals(await snapshot(), before, "the installed bundle changed");
+      });
+    }
+    await t.step("a signed manifest with a path that leaves the bundle: exit 2", async () => {
+      const dir = await makeBundle(join(tmp, "dotdot"));
+      const m = join(dir, "host/SHA256SUMS");
+      await Deno.writeTextFile(
+        m,
+        (await Deno.readTextFile(m)) + `${"0".repeat(64)}  ../../etc/passwd\n`,
+      );
+      await sign(dir);
+      const r = await verify(dir, root, "--mode", "host");
+      assertEquals(r.code, 2, r.stderr);
+      assert(r.doc.message.includes("leaves the bundle"), r.doc.message);
+    });
+  },
+});
+
+Deno.test({
+  name: "signatures interoperate with openssl pkeyutl -rawin, both ways",
+  ignore,
+  async fn() {
+    const tmp = await Deno.makeTempDir();
+    const a = await keyPair(tmp, "a");
+    const root = await nodeRoot([a.pub]);
+    const dir = await makeBundle(join(tmp, "bundle"));
+    const m = join(dir, "host");
+    // openssl signs, stratum verifies.
+    const s = await openssl([
+      "pkeyutl",
+      "-sign",
+      "-rawin",
+      "-inkey",
+      a.priv,
+      "-in",
+      join(m, "SHA256SUMS"),
+      "-out",
+      join(m, "SHA256SUMS.sig"),
+    ]); // deno-fmt-ignore
+    assert(s.success, new TextDecoder().decode(s.stderr));
+    const r = await verify(dir, root, "--mode", "host");
+    assertEquals(r.code, 0, r.stderr);
+    assertEquals(r.doc.modes[0].keyId, a.id);
+    // stratum signs, openssl verifies.
+    assertEquals((await stratum(["bundle", "sign", dir, "--key", a.priv])).code, 0);
+    const v = await openssl([
+      "pkeyutl",
+      "-verify",
+      "-pubin",
+      "-inkey",
+      a.pub,
+      "-rawin",
+      "-in",
+      join(m, "SHA256SUMS"),
+      "-sigfile",
+      join(m, "SHA256SUMS.sig"),
+    ]); // deno-fmt-ignore
+    assert(v.success, new TextDecoder().decode(v.stdout) + new TextDecoder().decode(v.stderr));
+    // And openssl refuses it once the manifest changes: the check is real.
+    await Deno.writeTextFile(join(m, "SHA256SUMS"), "\n", { append: true });
+    const bad = await openssl([
+      "pkeyutl",
+      "-verify",
+      "-pubin",
+      "-inkey",
+      a.pub,
+      "-rawin",
+      "-in",
+      join(m, "SHA256SUMS"),
+      "-sigfile",
+      join(m, "SHA256SUMS.sig"),
+    ]); // deno-fmt-ignore
+    assert(!bad.success);
+  },
+});
+
+Deno.test({
+  name: "migrate preflight refuses a bundle no trusted key signed, before anything changes",
+  ignore,
+  async fn() {
+    const tmp = await Deno.makeTempDir();
+    const a = await keyPair(tmp, "a");
+    const b = await keyPair(tmp, "b");
+    const root = await nodeRoot([b.pub]);
+    const dir = await makeBundle(join(tmp, "bundle"));
+    assertEquals((await stratum(["bundle", "sign", dir, "--key", a.priv])).code, 0);
+    const paths = host.hostPaths(root);
+    const before = JSON.stringify(await treeOf(root));
+    const err = await assertRejects(
+      () =>
+        node.preflight({
+          paths,
+          from: "host",
+          to: "nspawn",
+          sourceSlot: "a",
+          bundleModeDir: join(dir, "nspawn"),
+          nspawn: "/bin/sh",
+        }),
+      (e) => e instanceof node.ErrPreflight,
+    );
+    assert((err as Error).message.includes(b.id), (err as Error).message);
+    assertEquals(JSON.stringify(await treeOf(root)), before);
+  },
+});
+
+Deno.test("bundle commands: bad input exits 2 with one line and writes nothing", async (t) => {
+  const tmp = await Deno.makeTempDir();
+  const dir = await makeBundle(join(tmp, "bundle"));
+  for (
+    const args of [
+      ["bundle", "make", join(tmp, "nothing-here")],
+      ["bundle", "verify", join(tmp, "nothing-here")],
+      ["bundle", "sign", dir, "--key", join(tmp, "no-key.pem")],
+      ["bundle", "sign", dir, "--key", join(dir, "host/stack.json")],
+      ["bundle", "verify", dir, "--mode", "vm"],
+    ]
+  ) {
+    await t.step(args.slice(1, 3).join(" "), async () => {
+      const before = JSON.stringify(await treeOf(dir));
+      const r = await stratum(args);
+      assertEquals(r.code, 2, r.stderr);
+      assertEquals(r.stderr.trim().split("\n").length, 1, r.stderr);
+      assertEquals(JSON.stringify(await treeOf(dir)), before);
+    });
+  }
+});
+
+/** path → sha256 of every file under `dir` (symlinks by target). */
+async function treeOf(dir: string): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const p = join(d, e.name);
+      if (e.isSymlink) out[p] = `-> ${await Deno.readLink(p)}`;
+      else if (e.isDirectory) await walk(p);
+      else out[p] = await bundle.hashFile(p);
+    }
+  };
+  await walk(dir).catch((err) => {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  });
+  return out;
+}

@@ -84,6 +84,22 @@ Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never 
     "attempts 1e308": good.replace('"step"', '"attempts": 1e308,\n  "step"'),
     "attempts -1": good.replace('"step"', '"attempts": -1,\n  "step"'),
     "attempts 2.5": good.replace('"step"', '"attempts": 2.5,\n  "step"'),
+    "attempts 1001": good.replace('"step"', '"attempts": 1001,\n  "step"'),
+    "second 60": good.replace(/"updatedAt": "[^"]+"/, '"updatedAt": "2026-11-30T10:00:60Z"'),
+    "offset +24:00": good.replace(
+      /"updatedAt": "[^"]+"/,
+      '"updatedAt": "2026-11-30T10:00:00+24:00"',
+    ),
+    "offset -05:60": good.replace(
+      /"updatedAt": "[^"]+"/,
+      '"updatedAt": "2026-11-30T10:00:00-05:60"',
+    ),
+    "February 29th, 2026": good.replace(
+      /"startedAt": "[^"]+"/,
+      '"startedAt": "2026-02-29T10:00:00Z"',
+    ),
+    "month 13": good.replace(/"startedAt": "[^"]+"/, '"startedAt": "2026-13-01T10:00:00Z"'),
+    "day 0": good.replace(/"startedAt": "[^"]+"/, '"startedAt": "2026-11-00T10:00:00Z"'),
   };
   for (const [name, text] of Object.entries(cases)) {
     await t.step(name, async () => {
@@ -110,6 +126,34 @@ Deno.test("load() accepts real times: leap day, offsets, fractions, and small co
   const j = await store.load();
   assertEquals(j.startedAt.toISOString(), "2024-02-29T18:29:59.999Z");
   assertEquals(j.attempts, 3);
+});
+
+Deno.test("load() accepts every field at its largest real value, and reads offsets as instants", async (t) => {
+  const good = migrate.encodeJournal(sample());
+  const cases: [string, string, string][] = [
+    ["2026-12-31T23:59:59Z", "2026-12-31T23:59:59.000Z", "last second of the year"],
+    ["2026-11-30T10:00:00+23:59", "2026-11-29T10:01:00.000Z", "largest positive offset"],
+    ["2026-11-30T10:00:00-23:59", "2026-12-01T09:59:00.000Z", "largest negative offset"],
+    ["2026-11-30T00:00:00-00:30", "2026-11-30T00:30:00.000Z", "minutes-only offset"],
+    ["2028-02-29T12:00:00Z", "2028-02-29T12:00:00.000Z", "leap day"],
+  ];
+  for (const [text, instant, what] of cases) {
+    await t.step(what, async () => {
+      const store = await tempStore();
+      await Deno.writeTextFile(
+        store.path,
+        good.replace(/"updatedAt": "[^"]+"/, `"updatedAt": "${text}"`),
+      );
+      assertEquals((await store.load()).updatedAt.toISOString(), instant);
+    });
+  }
+  for (const [n, want] of [[0, undefined], [1, 1], [1000, 1000]] as const) {
+    await t.step(`attempts ${n}`, async () => {
+      const store = await tempStore();
+      await Deno.writeTextFile(store.path, good.replace('"step"', `"attempts": ${n},\n  "step"`));
+      assertEquals((await store.load()).attempts, want);
+    });
+  }
 });
 
 Deno.test("load() says a future version was written by a newer stratum", async () => {

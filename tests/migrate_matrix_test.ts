@@ -517,6 +517,40 @@ Deno.test("runInPlace reports missing hooks before anything happens", async () =
   assertEquals(w.log, []);
 });
 
+Deno.test("each hook the seed requires, missing alone, is named and nothing happens", async (t) => {
+  // The seed's required hooks, and those a set hook makes required.
+  const required: [keyof migrate.InPlaceSpec, string, boolean][] = [
+    ["source", "source", false],
+    ["target", "target", false],
+    ["sourceRoot", "sourceRoot", false],
+    ["targetSpec", "targetSpec", false],
+    ["preflight", "preflight", false],
+    ["cleanupNetwork", "cleanupNetwork", false],
+    ["waitReady", "waitReady", false],
+    ["removeSourceConfig", "removeSourceConfig", false],
+    ["restoreSource", "restoreSource", false],
+    ["restoreConfig", "restoreConfig", false],
+    ["discardConfig", "discardConfig", false],
+    ["targetRoot", "targetRoot", true],
+  ];
+  for (const [hook, named, resumeOnly] of required) {
+    await t.step(hook, async () => {
+      const w = await newWorld();
+      const spec = { ...w.spec(undefined) } as Record<string, unknown>;
+      delete spec[hook];
+      const r = resumeOnly
+        ? await migrate.resumeInPlace(
+          spec as unknown as migrate.InPlaceSpec,
+          migrate.StepPersisting,
+        )
+        : await migrate.runInPlace(spec as unknown as migrate.InPlaceSpec);
+      assert(migrate.is(r.error, migrate.ErrInvalidSpec), String(r.error));
+      assert(r.error!.message.includes(named), r.error!.message);
+      assertEquals(w.log, []);
+    });
+  }
+});
+
 /** The outcome of a resume that neither crashed nor found no journal. */
 function ended(o: migrate.ResumeOutcome | "crashed" | "no-journal"): migrate.ResumeOutcome {
   assert(typeof o === "object", `resume ended with ${o}`);

@@ -183,6 +183,39 @@ Deno.test("save() cleans up temp files a crashed save left, and load() ignores t
   await assertRejects(() => Deno.stat(stale));
 });
 
+Deno.test("save() on a fresh node creates the journal's directory", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-journal-" });
+  const store = new migrate.JournalStore(join(dir, "var/lib/stratum/migration.json"));
+  await store.save(sample());
+  assertEquals((await store.load()).step, sample().step);
+});
+
+Deno.test("remove() also removes temp files a crashed save left", async () => {
+  const store = await tempStore();
+  await store.save(sample());
+  const stale = join(store.path, "..", ".migration.json.tmp-99999-deadbeef");
+  await Deno.writeTextFile(stale, '{"version": 1, "step": "partial');
+  await store.remove();
+  await assertRejects(() => Deno.stat(stale));
+  await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
+});
+
+Deno.test("recorder keeps a step's attempt count when it records that step again, and drops it on a new step", async () => {
+  const store = await tempStore();
+  const start = { ...sample(migrate.StepStoppingSource), attempts: 2 };
+  delete (start as { message?: string }).message;
+  const rec = migrate.recorder(store, start);
+  await rec(migrate.StepStoppingSource, { signal: new AbortController().signal });
+  assertEquals((await store.load()).attempts, 2);
+  await rec(migrate.StepStartingTarget, { signal: new AbortController().signal });
+  assertEquals((await store.load()).attempts, undefined);
+  assertEquals(rec.current()?.attempts, undefined);
+  // A step recorded again that had no count gets none: a count starts at resume.
+  await rec(migrate.StepStartingTarget, { signal: new AbortController().signal });
+  assertEquals((await store.load()).attempts, undefined);
+  assertEquals(rec.current()?.attempts, undefined);
+});
+
 Deno.test("save() leaves the old journal when the write cannot complete", async () => {
   const store = await tempStore();
   const old = await store.save(sample(migrate.StepStoppingSource));

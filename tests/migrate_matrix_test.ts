@@ -21,6 +21,7 @@
 //   - after a power cut, the stack that runs is the one node.json names.
 // And a further resume is a no-op.
 
+import { sampleJournal } from "./support/journal_sample.ts";
 import { assert, assertEquals, fail } from "./support/assert.ts";
 import * as migrate from "../lib/migrate/mod.ts";
 import { type Call, type Fault, originalHostConfig, World } from "./support/fake_node.ts";
@@ -466,7 +467,8 @@ Deno.test("the loop guard gives up on a recovery that keeps dying at one step", 
   const w = await newWorld();
   w.reboot([{ call: "save:starting-target", kind: "crash-after" }]);
   assertEquals(await w.run(), "crashed");
-  for (let i = 1; i <= migrate.defaultMaxAttempts; i++) {
+  // docs/migration.md: resumed a 4th time at the same step, it records failed.
+  for (let i = 1; i <= 3; i++) {
     w.reboot([{ call: "start-source", kind: "power-before" }]);
     assertEquals(await w.resume(), "crashed");
     const j = await w.store.load();
@@ -477,6 +479,34 @@ Deno.test("the loop guard gives up on a recovery that keeps dying at one step", 
   assert(migrate.is(o.error, migrate.ErrTooManyAttempts));
   assertEquals(o.journal.step, migrate.StepFailed);
   assert(!w.log.slice(-2).includes("start-source"), "gave up without acting");
+});
+
+Deno.test("a resume whose count cannot be written does not act, and the next one finishes", async () => {
+  const w = await newWorld();
+  w.reboot([{ call: "save:starting-target", kind: "crash-after" }]);
+  assertEquals(await w.run(), "crashed");
+  w.reboot([{ call: "save:starting-target", kind: "fail" }]);
+  const before = w.log.length;
+  const o = ended(await w.resume());
+  assertEquals([o.acted, o.rolledBack], [false, false]);
+  assert(migrate.find(o.error, migrate.ActionError)?.action === "record", String(o.error));
+  assertEquals(w.log.slice(before).filter((c) => !c.startsWith("save:")), [], "it acted");
+  w.reboot();
+  // Interrupted before persisting: the next resume acts, and rolls back.
+  const again = ended(await w.resume());
+  assert(again.acted && again.rolledBack, String(again.error));
+  assertEquals(again.journal.step, migrate.StepRolledBack);
+});
+
+Deno.test("resume of a reprovision journal refuses in place, acting on nothing", async () => {
+  const w = await newWorld();
+  await w.store.save({ ...sampleJournal(migrate.StepReprovisioning), strategy: "reprovision" });
+  const before = w.log.length;
+  const o = ended(await w.resume());
+  assertEquals([o.acted, o.rolledBack], [false, false]);
+  assert(migrate.is(o.error, migrate.ErrInvalidSpec), String(o.error));
+  assertEquals(w.log.slice(before).filter((c) => !c.startsWith("save:")), []);
+  assertEquals((await w.store.load()).step, migrate.StepReprovisioning);
 });
 
 Deno.test("the loop guard does not fire on a migration that progresses across boots", async () => {

@@ -477,6 +477,7 @@ Deno.test("the loop guard gives up on a recovery that keeps dying at one step", 
   w.reboot();
   const o = ended(await w.resume());
   assert(migrate.is(o.error, migrate.ErrTooManyAttempts));
+  assertEquals([o.acted, o.rolledBack], [true, false], "it recorded failed; nothing was undone");
   assertEquals(o.journal.step, migrate.StepFailed);
   assert(!w.log.slice(-2).includes("start-source"), "gave up without acting");
 });

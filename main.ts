@@ -30,6 +30,9 @@ if (import.meta.main) {
     cli.nodeGroup({
       systemctl: () => new host.Systemctl(),
       interrupted: interrupt.signal,
+      selfCommand: node.selfCommand(import.meta.url),
+      failpoint: Deno.env.get("STRATUM_FAILPOINT"),
+      killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
     }),
   ]);
   Deno.exit(code);

@@ -25,5 +25,5 @@ export { Output } from "./output.ts";
 export { type RolloutDeps, rolloutGroup } from "./rollout.ts";
 export { parseDuration } from "./duration.ts";
 export { type MigrateDeps, migrateGroup } from "./migrate.ts";
-export { type NodeDeps, nodeGroup } from "./node.ts";
+export { type NodeDeps, nodeGroup } from "./node/mod.ts";
 export { bundleGroup } from "./bundle.ts";

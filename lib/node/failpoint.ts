@@ -7,14 +7,16 @@ import type * as migrate from "../migrate/mod.ts";
  *
  * - `kill-after-record:STEP` — the process SIGKILLs itself right after STEP
  *   is durably written to the journal;
- * - `fail-record:STEP` — writing STEP fails, as a full disk would.
+ * - `fail-record:STEP` — writing STEP fails, as a full disk would;
+ * - `kill-after-install:STEP` — `node install` SIGKILLs itself right after
+ *   its step STEP (see InstallStep), for `installFailpoint`.
  */
 export function withFailpoint(
   record: NonNullable<migrate.InPlaceSpec["record"]>,
   failpoint: string | undefined,
   kill: () => void,
 ): NonNullable<migrate.InPlaceSpec["record"]> {
-  if (!failpoint) return record;
+  if (!failpoint || failpoint.startsWith("kill-after-install:")) return record;
   const m = /^(kill-after-record|fail-record):([a-z-]+)$/.exec(failpoint);
   if (!m) {
     throw new Error(
@@ -31,5 +33,22 @@ export function withFailpoint(
       kill();
       await new Promise(() => {}); // the kill is asynchronous; never go on
     }
+  };
+}
+
+/**
+ * The `kill-after-install:STEP` failpoint as `node install`'s step hook:
+ * SIGKILLs the process right after STEP. Anything else: no hook.
+ */
+export function installFailpoint(
+  failpoint: string | undefined,
+  kill: () => void,
+): ((step: string) => Promise<void>) | undefined {
+  const at = /^kill-after-install:([a-z-]+)$/.exec(failpoint ?? "")?.[1];
+  if (!at) return undefined;
+  return async (step) => {
+    if (step !== at) return;
+    kill();
+    await new Promise(() => {}); // the kill is asynchronous; never go on
   };
 }

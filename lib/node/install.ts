@@ -1,15 +1,172 @@
+import { createHash } from "node:crypto";
+import { join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
 import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { bundlePolicy } from "./preflight.ts";
+import { waitReady } from "./spec.ts";
+
+/** What `stratum node install` needs. */
+export interface InstallOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  readonly mode: isolation.Mode;
+  readonly node: string;
+  /** The operator's bundle: a directory with one subdirectory per mode. */
+  readonly bundle: string;
+  /** How systemd runs stratum, for the boot unit. */
+  readonly self: SelfCommand;
+  /** How long the new stack may take to be healthy, in ms. */
+  readonly waitReadyMs: number;
+  /** Refuse an unsigned bundle even when the node trusts no keys. */
+  readonly requireSignature?: boolean;
+  readonly signal?: AbortSignal;
+  /** Progress lines for the operator (stderr). */
+  readonly log?: (line: string) => void;
+  /** Called after each step of a first install (tests crash the process there). */
+  readonly afterStep?: (step: InstallStep) => Promise<void>;
+}
+
+/** The steps of a first install, in order; node.json is written at `committed`. */
+export const installSteps = [
+  "cleared",
+  "bundle-installed",
+  "prepared",
+  "started",
+  "ready",
+  "committed",
+  "host-prepared",
+] as const;
+export type InstallStep = typeof installSteps[number];
+
+/** What an install found or did. */
+export interface Installed {
+  /** False when the node was already installed as asked and nothing had to change. */
+  readonly changed: boolean;
+  readonly mode: isolation.Mode;
+  readonly slot: isolation.Slot;
+  readonly node: string;
+  /** sha256 of the bundle's manifest: names the bundle's exact content. */
+  readonly bundleDigest: string;
+  readonly keyId?: string;
+  readonly warnings: readonly string[];
+}
+
+/** The node is installed already, in a way this install cannot turn into what it asks. */
+export class ErrInstalledOtherwise extends Error {
+  override name = "ErrInstalledOtherwise";
+}
+
+/** The sha256 of a bundle mode directory's manifest, or undefined when it has none. */
+export async function bundleDigest(modeDir: string): Promise<string | undefined> {
+  const data = await Deno.readFile(join(modeDir, bundle.manifestName)).catch(() => undefined);
+  return data && createHash("sha256").update(data).digest("hex");
+}
 
 /**
- * Brings up a node's first stack: installs the bundle's `mode` directory,
- * builds and starts slot `slot`, records it in node.json, and installs the
- * boot unit that brings that slot up again at every boot. This is what
- * provisioning does before any migration; the tests and the demo use it to
- * have a node to migrate.
+ * First-boot provisioning: verifies the bundle, installs it, builds slot
+ * `a`, starts it, waits until it is healthy, then writes /etc/stratum/node.json
+ * and, after it, the mode's host preparation and the boot unit that brings
+ * the applied slot up at every boot.
+ *
+ * node.json is the commit point. Before it is written, a run that died left
+ * nothing a new run must keep: the next install stops and removes slot `a`
+ * and does it all again. After it, an install with the same mode and bundle
+ * only makes sure of what follows (host preparation, boot unit, the stack
+ * running and healthy) and reports `changed: false` when nothing had to be
+ * done. Another mode, or another bundle, is refused with ErrInstalledOtherwise
+ * before anything changes: changing a live node is `stratum migrate run`.
+ */
+export async function install(o: InstallOptions): Promise<Installed> {
+  const log = o.log ?? (() => {});
+  const after = o.afterStep ?? (() => Promise.resolve());
+  const signal = o.signal ?? new AbortController().signal;
+  const { paths, systemctl } = o;
+  const src = join(o.bundle, o.mode);
+  const policy = await bundlePolicy(paths, o.requireSignature === true);
+  const verified = await bundle.verifyBundle(src, policy);
+  const digest = (await bundleDigest(src))!;
+  const base = {
+    mode: o.mode,
+    bundleDigest: digest,
+    ...(verified.keyId ? { keyId: verified.keyId } : {}),
+    warnings: verified.warnings,
+  };
+  const applied = await isolation.readNodeConfig(paths.nodeConfig);
+  if (applied) {
+    if (applied.mode !== o.mode) {
+      throw new ErrInstalledOtherwise(
+        `This node is installed in ${applied.mode} mode; to move it to ${o.mode} mode run: stratum migrate run --to ${o.mode} --bundle ${o.bundle}`,
+      );
+    }
+    const installedDigest = await bundleDigest(paths.bundle(o.mode));
+    if (installedDigest !== digest) {
+      throw new ErrInstalledOtherwise(
+        `This node is installed in ${o.mode} mode from another bundle (manifest sha256 ${
+          installedDigest ?? "unknown"
+        }, this one ${digest}); node install does not replace a running stack`,
+      );
+    }
+    const ref: isolation.SlotRef = { mode: applied.mode, slot: applied.slot };
+    let changed = await finishHost(o);
+    if (!(await systemctl.isActive(isolation.targetUnit(ref.slot), { signal }))) {
+      log(`start: ${isolation.targetUnit(ref.slot)} was not running`);
+      await isolation.backendFor(ref.mode, { paths, systemctl }).start(ref, { signal });
+      changed = true;
+    }
+    await waitReady({ ...o, ...ready(o, applied.node), target: ref, signal, log });
+    return { ...base, changed, slot: ref.slot, node: applied.node };
+  }
+
+  const ref: isolation.SlotRef = { mode: o.mode, slot: "a" };
+  const backend = isolation.backendFor(o.mode, { paths, systemctl });
+  // A run that died before node.json may have left slot a in any state.
+  log("slot a: removing what an earlier, unfinished install left (if anything)");
+  await backend.destroy(ref, { signal });
+  await after("cleared");
+  log(`bundle: installing ${src} as ${paths.bundle(o.mode)}`);
+  await bundle.installBundle(src, paths.bundle(o.mode), policy);
+  await after("bundle-installed");
+  log(`slot a: building the ${o.mode} stack`);
+  await backend.prepare({ slot: "a", node: o.node, bundleDir: paths.bundle(o.mode) }, { signal });
+  await after("prepared");
+  log(`slot a: starting ${isolation.targetUnit("a")}`);
+  await backend.start(ref, { signal });
+  await after("started");
+  await waitReady({ ...o, ...ready(o, o.node), target: ref, signal, log });
+  await after("ready");
+  await isolation.writeNodeConfig(paths.nodeConfig, { mode: o.mode, slot: "a", node: o.node });
+  log("node.json: written; the install is committed");
+  await after("committed");
+  await finishHost(o);
+  await after("host-prepared");
+  return { ...base, changed: true, slot: "a", node: o.node };
+}
+
+/** waitReady's options for an install. */
+function ready(o: InstallOptions, node: string) {
+  return {
+    from: o.mode,
+    to: o.mode,
+    sourceSlot: "a" as const,
+    node,
+    migrationId: "",
+  };
+}
+
+/** The mode's host preparation and the boot unit; true when either changed. */
+async function finishHost(o: InstallOptions): Promise<boolean> {
+  const prepared = await isolation.prepareHost(o.paths, o.mode);
+  const unit = await installBootUnit(o.paths, o.self);
+  if (prepared || unit) await o.systemctl.daemonReload();
+  return prepared || unit;
+}
+
+/**
+ * Brings up a node's first stack in slot `slot` without waiting for it to be
+ * healthy: what the test harnesses and benchmarks use to have a node to
+ * migrate, through the same steps as {@linkcode install}.
  */
 export async function installNode(
   o: {
@@ -19,7 +176,6 @@ export async function installNode(
     slot: isolation.Slot;
     node: string;
     bundle: string;
-    /** How systemd runs stratum, for the boot unit. */
     self: SelfCommand;
   },
 ): Promise<void> {

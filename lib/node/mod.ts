@@ -26,9 +26,18 @@ export {
   type PreflightInput,
 } from "./preflight.ts";
 export { ErrNotReady, nodeSpec, type NodeSpecOptions, waitReady } from "./spec.ts";
-export { installNode } from "./install.ts";
+export {
+  bundleDigest,
+  ErrInstalledOtherwise,
+  install,
+  type Installed,
+  installNode,
+  type InstallOptions,
+  type InstallStep,
+  installSteps,
+} from "./install.ts";
 export { plan, type PlannedStep } from "./plan.ts";
-export { withFailpoint } from "./failpoint.ts";
+export { installFailpoint, withFailpoint } from "./failpoint.ts";
 export {
   bootUnit,
   bootUnitText,

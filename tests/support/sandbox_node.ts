@@ -63,6 +63,23 @@ export class Node implements AsyncDisposable {
     return new Node(sb, b, from, from === "host" ? "nspawn" : "host", state);
   }
 
+  /**
+   * A sandbox with nothing installed (a node's first boot), and a bundle for
+   * it; `from` is the mode tests will install.
+   */
+  static async fresh(
+    from: Mode,
+    opts: { persistent?: boolean } = {},
+  ): Promise<Node> {
+    let state: string | undefined;
+    if (opts.persistent) {
+      await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+      state = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "state-" });
+    }
+    const sb = await Sandbox.start(state ? { state } : {});
+    return new Node(sb, await bundle(), from, from === "host" ? "nspawn" : "host", state);
+  }
+
   /** Every process dies at once; /etc and /var stay as they were on disk. */
   async powerCut(): Promise<void> {
     await this.sb.powerCut();

@@ -1,0 +1,159 @@
+import type { Command } from "commander";
+import { join } from "node:path";
+import * as bundle from "../../bundle/mod.ts";
+import { messageOf } from "../../errors/mod.ts";
+import * as isolation from "../../isolation/mod.ts";
+import * as migrate from "../../migrate/mod.ts";
+import * as node from "../../node/mod.ts";
+import { parseDuration } from "../duration.ts";
+import { ExitFailed, ExitOK, ExitUsage, Interrupted, UsageError } from "../exit.ts";
+import { locked, rootPaths } from "../migrate.ts";
+import { type Context, jsonOption } from "../program.ts";
+import type { NodeDeps } from "./deps.ts";
+
+interface InstallFlags {
+  mode: string;
+  bundle: string;
+  node?: string;
+  root: string;
+  requireSignature?: boolean;
+  waitReady: string;
+  waitLock: string;
+  json?: boolean;
+}
+
+/** `stratum node install`: first-boot provisioning, what cloud-init runs. */
+export function installCommand(group: Command, ctx: Context, deps: NodeDeps): void {
+  group.command("install")
+    .description(
+      "first-boot provisioning (cloud-init's command): verify and install the bundle, build and " +
+        "start slot a, wait until healthy, write /etc/stratum/node.json, and make the stack come " +
+        "up at every boot. Idempotent.",
+    )
+    .requiredOption("--mode <mode>", `isolation mode (${isolation.modes.join(", ")})`)
+    .requiredOption("--bundle <dir>", "bundle directory with one subdirectory per mode")
+    .option("--node <name>", "the node's name (default: this host's name)")
+    .option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
+    .option("--require-signature", "refuse an unsigned bundle even when no key is trusted")
+    .option("--wait-ready <duration>", "how long the stack may take to become healthy", "2m")
+    .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
+    .addOption(jsonOption())
+    .addHelpText(
+      "after",
+      "\nRun it again on an installed node with the same mode and bundle: it changes nothing\n" +
+        "and exits 0. Another mode or another bundle: exit 2, nothing changed (a mode change is\n" +
+        "`stratum migrate run`). A failure part-way exits 1 and leaves the node retryable: run\n" +
+        "the same command again. /etc/stratum/node.json is written only once the stack is\n" +
+        "healthy; an install that died before that is redone from the start.\n" +
+        "\nExit codes: 0 installed or already installed, 1 failed (retry it), 2 bad input or\n" +
+        "refused (nothing changed), 75 a migration holds the lock, 130/143 interrupted.\n" +
+        "\nExample (cloud-init runcmd):\n" +
+        "  stratum node install --mode nspawn --bundle /srv/stratum-bundle --json",
+    )
+    .action(async (opts: InstallFlags) => {
+      const out = ctx.output(opts);
+      if (!isolation.isMode(opts.mode)) {
+        throw new UsageError(
+          `unknown mode ${JSON.stringify(opts.mode)} (${isolation.modes.join(", ")})`,
+        );
+      }
+      const mode = opts.mode;
+      const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
+      const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
+      const modeDir = await Deno.stat(join(opts.bundle, mode)).catch(() => undefined);
+      if (!modeDir?.isDirectory) {
+        throw new UsageError(`--bundle ${opts.bundle} has no ${mode} directory`);
+      }
+      const name = opts.node ?? Deno.hostname();
+      if (!/^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$/.test(name)) {
+        throw new UsageError(`--node ${JSON.stringify(name)} is not a host name`);
+      }
+      const paths = await rootPaths(opts.root);
+      ctx.exitCode = await locked(
+        paths,
+        out,
+        `stratum node install --mode ${mode}`,
+        waitLockMs,
+        async () => {
+          const j = await new migrate.JournalStore(paths.journal).load().catch((e) => {
+            if (migrate.is(e, migrate.ErrNoJournal)) return undefined;
+            throw e;
+          });
+          if (j) {
+            throw new UsageError(
+              `A migration journal exists (step ${j.step}): finish it with stratum migrate resume first`,
+            );
+          }
+          const refuse = (message: string) => {
+            out.error(message);
+            out.result(
+              {
+                outcome: "refused",
+                mode,
+                message,
+                nextAction: "nothing was changed; see the message",
+              },
+              () => [],
+            );
+            return ExitUsage;
+          };
+          let r: node.Installed;
+          try {
+            r = await node.install({
+              paths,
+              systemctl: deps.systemctl(),
+              mode,
+              node: name,
+              bundle: opts.bundle,
+              self: deps.selfCommand,
+              waitReadyMs,
+              ...(opts.requireSignature ? { requireSignature: true } : {}),
+              signal: deps.interrupted,
+              log: (l) => out.log(l),
+              ...afterStep(deps),
+            });
+          } catch (err) {
+            if (err instanceof bundle.BundleError || err instanceof node.ErrInstalledOtherwise) {
+              return refuse(err.message);
+            }
+            const reason = deps.interrupted.aborted ? deps.interrupted.reason : undefined;
+            const message = messageOf(err);
+            out.error(`node install failed: ${message}`);
+            out.result(
+              {
+                outcome: reason instanceof Interrupted ? "interrupted" : "failed",
+                mode,
+                message,
+                nextAction:
+                  "fix what the message names, then run the same stratum node install again: it redoes what did not finish",
+              },
+              () => [],
+            );
+            return reason instanceof Interrupted ? reason.exitCode : ExitFailed;
+          }
+          for (const w of r.warnings) out.log(`warning: ${w}`);
+          out.result(
+            {
+              outcome: r.changed ? "installed" : "already-installed",
+              ...r,
+              nextAction: "none",
+            },
+            () => [
+              r.changed
+                ? `installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy`
+                : `already installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy; nothing changed`,
+              `bundle: manifest sha256 ${r.bundleDigest}${
+                r.keyId ? `, signed by trusted key ${r.keyId}` : ""
+              }`,
+            ],
+          );
+          return ExitOK;
+        },
+      );
+    });
+}
+
+function afterStep(deps: NodeDeps): { afterStep?: (step: string) => Promise<void> } {
+  const hook = deps.killSelf && node.installFailpoint(deps.failpoint, deps.killSelf);
+  return hook ? { afterStep: hook } : {};
+}

@@ -1,0 +1,20 @@
+import type { Command } from "commander";
+import type { Context } from "../program.ts";
+import { bootCommand } from "./boot.ts";
+import type { NodeDeps } from "./deps.ts";
+import { installCommand } from "./install.ts";
+import { statusCommand } from "./status.ts";
+
+export type { NodeDeps } from "./deps.ts";
+
+/** `stratum node install|status|boot`: this node's own stack. */
+export function nodeGroup(deps: NodeDeps) {
+  return (program: Command, ctx: Context): void => {
+    const group = program
+      .command("node")
+      .description("this node's own stack: first install, status, and what runs at every boot");
+    installCommand(group, ctx, deps);
+    statusCommand(group, ctx, deps);
+    bootCommand(group, ctx, deps);
+  };
+}

@@ -1,0 +1,179 @@
+// `stratum node install` and `node status` end to end: the real CLI inside
+// the systemd sandbox, on a node's first boot. Invariants: an install that
+// returns 0 leaves exactly slot a running and healthy, node.json naming it,
+// and the boot unit enabled; a second install changes nothing; a refused
+// install (other mode, bad bundle) changes nothing; an install killed at any
+// step and run again ends healthy; the stack comes back after a power cut.
+
+import { join } from "node:path";
+import * as node from "../lib/node/mod.ts";
+import { assert, assertEquals } from "./support/assert.ts";
+import { nspawnUnavailable } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+
+if (nspawnUnavailable) console.error(`node install tests are skipped: ${nspawnUnavailable}`);
+const ignore = nspawnUnavailable !== undefined;
+
+/** Checks the installed-node invariant and returns the state. */
+// deno-lint-ignore no-explicit-any
+async function assertInstalled(n: Node, mode: string, label: string): Promise<any> {
+  const s = await n.state();
+  assertEquals(s.active, { a: true, b: false }, `${label}: slot a runs, alone`);
+  assertEquals(s.health, `200 ok ${mode} node-1`, label);
+  assertEquals([s.node?.mode, s.node?.slot, s.node?.node], [mode, "a", "node-1"], label);
+  assert(s.files["/etc/systemd/system/multi-user.target.wants/stratum-boot.service"], label);
+  assertEquals(s.journal, null, label);
+  return s;
+}
+
+for (const mode of ["host", "nspawn"] as const) {
+  Deno.test({
+    name: `node install (${mode}) on a fresh node: healthy, idempotent, status reports it`,
+    ignore,
+    async fn() {
+      await using n = await Node.fresh(mode);
+      const args = ["node", "install", "--mode", mode, "--bundle", n.bundle, "--node", "node-1"];
+      const first = await n.stratum([...args, "--json"]);
+      assertEquals(first.code, 0, first.stderr);
+      assertEquals([first.doc.outcome, first.doc.changed], ["installed", true]);
+      const s1 = await assertInstalled(n, mode, "after install");
+      const again = await n.stratum([...args, "--json"]);
+      assertEquals(again.code, 0, again.stderr);
+      assertEquals([again.doc.outcome, again.doc.changed], ["already-installed", false]);
+      const s2 = await assertInstalled(n, mode, "after the second install");
+      assertEquals(s2.files, s1.files, "a second install changed files");
+      const st = await n.stratum(["node", "status", "--json"]);
+      assertEquals(st.code, 0, st.stderr);
+      assertEquals([st.doc.mode, st.doc.slot, st.doc.health.healthy, st.doc.bundle.verified], [
+        mode,
+        "a",
+        true,
+        true,
+      ]);
+      assertEquals(st.doc.bundle.digest, first.doc.bundleDigest);
+    },
+  });
+}
+
+Deno.test({
+  name: "node install refuses another mode and a tampered bundle with exit 2, changing nothing",
+  ignore,
+  async fn() {
+    await using n = await Node.fresh("host");
+    const ok = await n.stratum([
+      "node",
+      "install",
+      "--mode",
+      "host",
+      "--bundle",
+      n.bundle,
+      "--node",
+      "node-1",
+    ]);
+    assertEquals(ok.code, 0, ok.stderr);
+    const before = (await n.state()).files;
+    const other = await n.stratum([
+      "node",
+      "install",
+      "--mode",
+      "nspawn",
+      "--bundle",
+      n.bundle,
+      "--node",
+      "node-1",
+      "--json",
+    ]); // deno-fmt-ignore
+    assertEquals(other.code, 2, other.stderr);
+    assert(other.doc.message.includes("stratum migrate run --to nspawn"), other.doc.message);
+    const tampered = join(n.bundle, "host/stack/stack.py");
+    await Deno.writeTextFile(tampered, "print('evil')\n", { append: true });
+    const bad = await n.stratum([
+      "node",
+      "install",
+      "--mode",
+      "host",
+      "--bundle",
+      n.bundle,
+      "--node",
+      "node-1",
+      "--json",
+    ]); // deno-fmt-ignore
+    assertEquals(bad.code, 2, bad.stderr);
+    assert(bad.doc.message.includes("stack/stack.py"), bad.doc.message);
+    await assertInstalled(n, "host", "after the refusals");
+    assertEquals((await n.state()).files, before, "a refused install changed files");
+  },
+});
+
+Deno.test({
+  name: "node install on a fresh node with a tampered bundle: exit 2, nothing installed",
+  ignore,
+  async fn() {
+    await using n = await Node.fresh("nspawn");
+    await Deno.writeTextFile(join(n.bundle, "nspawn/stack.json"), " ", { append: true });
+    const before = (await n.state()).files;
+    const r = await n.stratum([
+      "node",
+      "install",
+      "--mode",
+      "nspawn",
+      "--bundle",
+      n.bundle,
+      "--json",
+    ]);
+    assertEquals(r.code, 2, r.stderr);
+    assertEquals((await n.state()).files, before);
+  },
+});
+
+Deno.test({
+  name: "node install killed after each of its steps, then run again: healthy (host and nspawn)",
+  ignore,
+  async fn(t) {
+    for (const mode of ["host", "nspawn"] as const) {
+      for (const step of node.installSteps) {
+        await t.step(`${mode}: ${step}`, async () => {
+          await using n = await Node.fresh(mode);
+          const args = [
+            "node",
+            "install",
+            "--mode",
+            mode,
+            "--bundle",
+            n.bundle,
+            "--node",
+            "node-1",
+          ];
+          const killed = await n.stratum(args, { STRATUM_FAILPOINT: `kill-after-install:${step}` });
+          assertEquals(killed.code, 137, `killed by SIGKILL: ${killed.stderr}`);
+          const again = await n.stratum([...args, "--json"]);
+          assertEquals(again.code, 0, again.stderr);
+          await assertInstalled(n, mode, `after a kill at ${step} and a second install`);
+        });
+      }
+    }
+  },
+});
+
+Deno.test({
+  name: "an installed node's stack comes back after a power cut, with no command",
+  ignore,
+  async fn() {
+    await using n = await Node.fresh("nspawn", { persistent: true });
+    const r = await n.stratum([
+      "node",
+      "install",
+      "--mode",
+      "nspawn",
+      "--bundle",
+      n.bundle,
+      "--node",
+      "node-1",
+    ]);
+    assertEquals(r.code, 0, r.stderr);
+    await n.powerCut();
+    const b = await n.boot();
+    assert(b.healthyMs !== undefined, "the stack did not come back");
+    await assertInstalled(n, "nspawn", "after the power cut and boot");
+  },
+});

@@ -1,3 +1,4 @@
+// deno-lint-ignore-file no-console
 // `stratum node install` and `node status` end to end: the real CLI inside
 // the systemd sandbox, on a node's first boot. Invariants: an install that
 // returns 0 leaves exactly slot a running and healthy, node.json naming it,

@@ -276,6 +276,35 @@ Deno.test("a journal write that fails stops its step from running", async (t) =>
 
 const restoring: Call[] = ["destroy-target", "restore-source", "restore-config", "start-source"];
 
+Deno.test("a failure at each forward call rolls back in the order docs/migration.md gives", async (t) => {
+  // docs/migration.md: destroy the target → RestoreSource (only if persisting
+  // was reached) → RestoreConfig → start the source (only if stopping-source
+  // was recorded) → DiscardConfig → record rolled-back.
+  for (const [i, { call, nth }] of calls.entries()) {
+    if (i <= at("save:preparing") || i > at("save:ready")) continue;
+    await t.step(`${call}${nth > 1 ? ` #${nth}` : ""} fails`, async () => {
+      const w = await newWorld();
+      w.reboot([{ call, nth, kind: "fail" }]);
+      const r = await w.run();
+      assert(r !== "crashed" && r.rolledBack, String(r !== "crashed" && r.error));
+      const expected: Call[] = [
+        "destroy-target",
+        ...(i > at("save:persisting") ? ["restore-source" as const] : []),
+        "restore-config",
+        ...(i > at("save:stopping-source") ? ["start-source" as const] : []),
+        "discard-config",
+        "save:rolled-back",
+      ];
+      let from = -1;
+      for (let k = 0, seen = 0; k < w.log.length; k++) {
+        if (w.log[k] === call && ++seen === nth) from = k;
+      }
+      assertEquals(w.log.slice(from + 1), expected);
+      assertEquals(w.violations, []);
+    });
+  }
+});
+
 Deno.test("a rollback action failing ends in failed with ErrRollbackFailed; discard is a warning", async (t) => {
   for (const [i, { call, nth }] of calls.entries()) {
     if (i <= at("save:preparing") || i > at("save:ready")) continue;

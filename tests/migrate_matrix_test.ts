@@ -276,6 +276,55 @@ Deno.test("a journal write that fails stops its step from running", async (t) =>
 
 const restoring: Call[] = ["destroy-target", "restore-source", "restore-config", "start-source"];
 
+Deno.test("resume after a crash before ready rolls back as docs/migration.md's resume table says", async (t) => {
+  // preparing: destroy, restore config, start the source, rolled-back;
+  // stopping-source, starting-target: roll back; persisting: including RestoreSource.
+  for (
+    const step of [
+      migrate.StepPreparing,
+      migrate.StepStoppingSource,
+      migrate.StepStartingTarget,
+      migrate.StepPersisting,
+    ]
+  ) {
+    await t.step(step, async () => {
+      const w = await newWorld();
+      w.reboot([{ call: `save:${step}` as Call, kind: "crash-after" }]);
+      assertEquals(await w.run(), "crashed");
+      w.reboot();
+      const before = w.log.length;
+      const o = ended(await w.resume());
+      assert(o.rolledBack && o.journal.step === migrate.StepRolledBack, String(o.error));
+      assertEquals(w.log.slice(before), [
+        `save:${step}`, // the resume's count, before it acts
+        "destroy-target",
+        ...(step === migrate.StepPersisting ? ["restore-source" as const] : []),
+        "restore-config",
+        "start-source",
+        "discard-config",
+        "save:rolled-back",
+      ]);
+      assertEquals(w.violations, []);
+    });
+  }
+});
+
+Deno.test("resumeInPlace over a terminal step does nothing and reports the node as the step says", async () => {
+  const w = await newWorld();
+  const { record: _r, ...spec } = w.spec(undefined);
+  const noop = { ...spec, record: () => Promise.resolve() };
+  const done = await migrate.resumeInPlace(noop, migrate.StepComplete);
+  assertEquals([done.rolledBack, done.target, done.error], [false, spec.targetRoot, undefined]);
+  const back = await migrate.resumeInPlace(noop, migrate.StepRolledBack);
+  assertEquals([back.rolledBack, back.target, back.error], [true, undefined, undefined]);
+  const failed = await migrate.resumeInPlace(noop, migrate.StepFailed);
+  assertEquals([failed.rolledBack, failed.target, failed.error], [false, undefined, undefined]);
+  const { waitReady: _w, ...lacking } = noop;
+  const invalid = await migrate.resumeInPlace(lacking, migrate.StepReady);
+  assertEquals(invalid.rolledBack, false);
+  assertEquals(w.log, []);
+});
+
 Deno.test("a failure at each forward call rolls back in the order docs/migration.md gives", async (t) => {
   // docs/migration.md: destroy the target → RestoreSource (only if persisting
   // was reached) → RestoreConfig → start the source (only if stopping-source

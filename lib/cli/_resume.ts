@@ -29,6 +29,11 @@ export async function resumeRecorded(o: {
   waitReadyMs: number;
   signal: AbortSignal;
   log: (line: string) => void;
+  /** How systemd runs stratum: a reprovision's bootstrap writes the boot unit with it. */
+  self: node.SelfCommand;
+  /** STRATUM_FAILPOINT (`kill-after-record:STEP`) for a reprovision handoff, a test aid. */
+  failpoint?: string | undefined;
+  killSelf?: () => void;
 }): Promise<migrate.ResumeOutcome | undefined> {
   const { paths } = o;
   const store = new migrate.JournalStore(paths.journal);
@@ -36,6 +41,29 @@ export async function resumeRecorded(o: {
   if (!j) return undefined;
   if (migrate.isTerminal(j.step)) {
     return { journal: j, acted: false, rolledBack: j.step === migrate.StepRolledBack };
+  }
+  if (j.strategy === migrate.StrategyReprovision) {
+    o.log(`continuing the ${j.from} → ${j.to} reprovision recorded at step ${j.step}`);
+    const killAt = /^kill-after-record:([a-z-]+)$/.exec(o.failpoint ?? "")?.[1];
+    const h = await migrate.handoff(
+      killAt && o.killSelf ? new KillingStore(paths.journal, killAt, o.killSelf) : store,
+      node.reprovisionSpec({
+        paths,
+        systemctl: o.systemctl,
+        from: j.from,
+        to: j.to,
+        self: o.self,
+        waitReadyMs: o.waitReadyMs,
+        log: o.log,
+      }),
+      { signal: o.signal },
+    );
+    return {
+      journal: h.journal,
+      acted: h.acted,
+      rolledBack: false,
+      ...(h.error ? { error: h.error } : {}),
+    };
   }
   if (!isolation.isSlot(j.sourceSlot) || !isolation.isSlot(j.targetSlot)) {
     throw new migrate.ErrCorruptJournal(store.path, "an in-place journal without its slots");
@@ -54,4 +82,19 @@ export async function resumeRecorded(o: {
   });
   o.log(`resuming the ${j.from} → ${j.to} migration recorded at step ${j.step}`);
   return await migrate.resume(store, spec, { signal: o.signal });
+}
+
+/** A store that SIGKILLs the process right after it writes step `at` (the failpoint). */
+class KillingStore extends migrate.JournalStore {
+  constructor(path: string, readonly at: string, readonly kill: () => void) {
+    super(path);
+  }
+  override async save(j: migrate.Journal): Promise<migrate.Journal> {
+    const saved = await super.save(j);
+    if (j.step === this.at) {
+      this.kill();
+      await new Promise(() => {}); // the kill is asynchronous; never go on
+    }
+    return saved;
+  }
 }

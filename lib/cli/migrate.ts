@@ -8,6 +8,7 @@ import { parseDuration } from "./duration.ts";
 import { ExitBusy, ExitOK, ExitUsage, UsageError } from "./exit.ts";
 import { journalDoc, type Outcome, outcomeOf } from "./migrate_report.ts";
 import { loadJournal, resumeRecorded } from "./_resume.ts";
+import { handoffUnit, runReprovision } from "./migrate_reprovision.ts";
 import type { Output } from "./output.ts";
 import { type Context, jsonOption } from "./program.ts";
 
@@ -174,7 +175,7 @@ export function migrateGroup(deps: MigrateDeps) {
       ) => {
         const out = ctx.output(opts);
         const to = checkMode(opts.to);
-        checkStrategy(opts.strategy);
+        const strategy = checkStrategy(opts.strategy);
         const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
         const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
         if (opts.bundle !== undefined && !(await isDir(opts.bundle))) {
@@ -197,6 +198,21 @@ export function migrateGroup(deps: MigrateDeps) {
             const current = await appliedNode(paths);
             if (current.mode === to) throw new UsageError(`This node already runs in ${to} mode`);
             const systemctl = deps.systemctl();
+            if (strategy === migrate.StrategyReprovision) {
+              return await runReprovision({
+                paths,
+                out,
+                systemctl,
+                current,
+                to,
+                bundle: opts.bundle,
+                requireSignature: opts.requireSignature === true,
+                waitReadyMs,
+                self: deps.selfCommand,
+                failpoint: deps.failpoint,
+                signal: deps.interrupted,
+              });
+            }
             const startedAt = new Date();
             const spec = node.nodeSpec({
               paths,
@@ -275,6 +291,9 @@ export function migrateGroup(deps: MigrateDeps) {
             waitReadyMs,
             signal: deps.interrupted,
             log: (l) => out.log(l),
+            self: deps.selfCommand,
+            failpoint: deps.failpoint,
+            killSelf: deps.killSelf,
           });
           return report(out, "resume", resumeOutcome(r), r?.journal);
         });
@@ -292,10 +311,18 @@ export function migrateGroup(deps: MigrateDeps) {
         });
         const o = j ? outcomeOf(j) : undefined;
         const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
+        const handoff = j?.strategy === migrate.StrategyReprovision && !migrate.isTerminal(j.step)
+          ? {
+            unit: handoffUnit,
+            running: await deps.systemctl().isActive(handoffUnit).catch(() => false),
+          }
+          : null;
         const next = !j
           ? "none"
           : migrate.isTerminal(j.step)
           ? o!.nextAction
+          : handoff?.running
+          ? `wait: ${handoffUnit} is carrying it out (journalctl -u ${handoffUnit} -f)`
           : "run `stratum migrate resume`";
         out.result(
           {
@@ -303,6 +330,7 @@ export function migrateGroup(deps: MigrateDeps) {
             applied: applied ?? null,
             journal: journalDoc(j),
             message: j?.message ?? null,
+            handoff,
             nextAction: next,
           },
           () => [
@@ -313,10 +341,13 @@ export function migrateGroup(deps: MigrateDeps) {
             }`,
             j
               ? `migration: ${j.from} → ${j.to}, step ${j.step} (${state}), started ${j.startedAt.toISOString()}, updated ${j.updatedAt.toISOString()}${
-                j.attempts ? `, ${j.attempts} resume attempts` : ""
+                j.attempts ? `, ${j.attempts} attempts` : ""
               }`
               : "migration: none recorded",
             ...(j?.message ? [`message: ${j.message}`] : []),
+            ...(handoff
+              ? [`handoff: ${handoff.unit} ${handoff.running ? "running" : "not running"}`]
+              : []),
             `next: ${next}`,
           ],
         );
@@ -325,7 +356,7 @@ export function migrateGroup(deps: MigrateDeps) {
 
     common(group.command("ack"))
       .description(
-        "remove a finished journal (complete, rolled-back, failed) once its outcome was reported",
+        "remove a finished journal (complete, rolled-back, failed, bootstrapped) once its outcome was reported",
       )
       .addOption(waitLockOption())
       .action(async (opts: Common & { waitLock: string }) => {
@@ -395,17 +426,13 @@ function checkMode(s: string): isolation.Mode {
   return s;
 }
 
-function checkStrategy(s: string): void {
+function checkStrategy(s: string): migrate.Strategy {
   if (!migrate.isStrategy(s)) {
     throw new UsageError(
       `unknown strategy ${JSON.stringify(s)}: want ${migrate.strategies.join(" or ")}`,
     );
   }
-  if (s === migrate.StrategyReprovision) {
-    throw new UsageError(
-      "the reprovision strategy needs the cluster's handoff command, which this build does not have: use --strategy in-place",
-    );
-  }
+  return s;
 }
 
 async function isDir(p: string): Promise<boolean> {

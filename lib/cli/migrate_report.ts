@@ -29,6 +29,7 @@ export interface Ended {
  * rollback that failed is exit 3 even when recording failed failed too.
  */
 export function outcomeOf(journal: migrate.Journal | undefined, ended?: Ended): Outcome {
+  if (journal?.strategy === migrate.StrategyReprovision) return reprovisionOutcome(journal, ended);
   const error = ended?.error;
   const failed = find(error, migrate.ActionError);
   const failedStep = failed ? { action: failed.action, step: failed.step ?? null } : null;
@@ -124,6 +125,48 @@ export function outcomeOf(journal: migrate.Journal | undefined, ended?: Ended): 
         rollback: "not-needed",
         message,
         nextAction: `the journal stopped at ${journal.step}: run \`stratum migrate resume\``,
+      };
+  }
+}
+
+/** The outcome of a reprovision handoff run, from its journal. */
+function reprovisionOutcome(journal: migrate.Journal, ended?: Ended): Outcome {
+  const error = ended?.error;
+  const failedStep = null;
+  const message = journal.message ?? error?.message ?? null;
+  switch (journal.step) {
+    case migrate.StepBootstrapped:
+      return {
+        outcome: "bootstrapped",
+        exitCode: ExitOK,
+        failedStep,
+        rollback: "not-needed",
+        message: null,
+        nextAction:
+          `none: the node was reset and runs in ${journal.to} mode; run \`stratum migrate ack\` once reported`,
+      };
+    case migrate.StepFailed:
+      return {
+        outcome: "failed",
+        exitCode: ExitAttention,
+        failedStep,
+        rollback: "not-needed",
+        message,
+        nextAction:
+          `needs attention: the node was reset and its bootstrap in ${journal.to} mode gave up; fix what the message names, then \`stratum migrate ack\` and \`stratum node install --mode ${journal.to} --bundle DIR\``,
+      };
+    default:
+      return {
+        outcome: error ? "retrying" : "in-progress",
+        exitCode: error ? ExitFailed : ExitOK,
+        failedStep,
+        rollback: "not-needed",
+        message,
+        nextAction: error
+          ? `the reprovision stopped at ${journal.step} (attempt ${
+            journal.attempts ?? 0
+          }); the next boot retries it, or run \`stratum migrate resume\``
+          : `the reprovision is at ${journal.step}: follow it with \`stratum migrate status\``,
       };
   }
 }

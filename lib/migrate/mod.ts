@@ -47,6 +47,12 @@ export {
   type ResumeOutcome,
 } from "./resume.ts";
 export { resumeInPlace, type ResumeOptions } from "./resume_in_place.ts";
+export {
+  defaultHandoffAttempts,
+  handoff,
+  type HandoffOutcome,
+  type ReprovisionSpec,
+} from "./reprovision.ts";
 export { runInPlace, type RunOptions } from "./run_in_place.ts";
 export type { InPlaceSpec, RecordOptions, Result } from "./spec.ts";
 export {

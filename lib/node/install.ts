@@ -13,8 +13,12 @@ export interface InstallOptions {
   readonly systemctl: host.Systemctl;
   readonly mode: isolation.Mode;
   readonly node: string;
-  /** The operator's bundle: a directory with one subdirectory per mode. */
-  readonly bundle: string;
+  /**
+   * The operator's bundle: a directory with one subdirectory per mode.
+   * Unset: the copy already installed under /var/lib/stratum/bundles (what
+   * a reprovision's bootstrap uses; its run downloaded it).
+   */
+  readonly bundle?: string;
   /** How systemd runs stratum, for the boot unit. */
   readonly self: SelfCommand;
   /** How long the new stack may take to be healthy, in ms. */
@@ -83,7 +87,7 @@ export async function install(o: InstallOptions): Promise<Installed> {
   const after = o.afterStep ?? (() => Promise.resolve());
   const signal = o.signal ?? new AbortController().signal;
   const { paths, systemctl } = o;
-  const src = join(o.bundle, o.mode);
+  const src = o.bundle === undefined ? paths.bundle(o.mode) : join(o.bundle, o.mode);
   const policy = await bundlePolicy(paths, o.requireSignature === true);
   const verified = await bundle.verifyBundle(src, policy);
   const digest = (await bundleDigest(src))!;
@@ -97,7 +101,9 @@ export async function install(o: InstallOptions): Promise<Installed> {
   if (applied) {
     if (applied.mode !== o.mode) {
       throw new ErrInstalledOtherwise(
-        `This node is installed in ${applied.mode} mode; to move it to ${o.mode} mode run: stratum migrate run --to ${o.mode} --bundle ${o.bundle}`,
+        `This node is installed in ${applied.mode} mode; to move it to ${o.mode} mode run: stratum migrate run --to ${o.mode} --bundle ${
+          o.bundle ?? "DIR"
+        }`,
       );
     }
     const installedDigest = await bundleDigest(paths.bundle(o.mode));
@@ -125,8 +131,10 @@ export async function install(o: InstallOptions): Promise<Installed> {
   log("slot a: removing what an earlier, unfinished install left (if anything)");
   await backend.destroy(ref, { signal });
   await after("cleared");
-  log(`bundle: installing ${src} as ${paths.bundle(o.mode)}`);
-  await bundle.installBundle(src, paths.bundle(o.mode), policy);
+  if (o.bundle !== undefined) {
+    log(`bundle: installing ${src} as ${paths.bundle(o.mode)}`);
+    await bundle.installBundle(src, paths.bundle(o.mode), policy);
+  }
   await after("bundle-installed");
   log(`slot a: building the ${o.mode} stack`);
   await backend.prepare({ slot: "a", node: o.node, bundleDir: paths.bundle(o.mode) }, { signal });

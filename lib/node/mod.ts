@@ -38,6 +38,7 @@ export {
 } from "./install.ts";
 export { plan, type PlannedStep } from "./plan.ts";
 export { installFailpoint, withFailpoint } from "./failpoint.ts";
+export { type ReprovisionOptions, reprovisionSpec } from "./reprovision.ts";
 export {
   bootUnit,
   bootUnitText,

@@ -36,6 +36,7 @@ export function bootCommand(group: Command, ctx: Context, deps: NodeDeps): void 
                 waitReadyMs,
                 signal: deps.interrupted,
                 log: (l) => out.log(l),
+                self: deps.selfCommand,
               }),
             applied: async () => {
               const cfg = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {

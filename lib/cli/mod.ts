@@ -24,6 +24,6 @@ export { type Context, type Group, jsonOption, run, version } from "./program.ts
 export { Output } from "./output.ts";
 export { type RolloutDeps, rolloutGroup } from "./rollout.ts";
 export { parseDuration } from "./duration.ts";
-export { type MigrateDeps, migrateGroup } from "./migrate.ts";
+export { type MigrateDeps, migrateGroup } from "./migrate/mod.ts";
 export { type NodeDeps, nodeGroup } from "./node/mod.ts";
 export { bundleGroup } from "./bundle.ts";

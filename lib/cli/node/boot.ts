@@ -4,11 +4,11 @@ import * as isolation from "../../isolation/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
 import { ExitAttention, ExitFailed, ExitOK, UsageError } from "../exit.ts";
-import { journalDoc } from "../migrate_report.ts";
-import { locked, resumeOutcome, rootPaths } from "../migrate.ts";
+import { journalDoc } from "../migrate/mod.ts";
+import { locked, resumeOutcome, rootPaths } from "../migrate/mod.ts";
 import { type Context, jsonOption } from "../program.ts";
 import type { NodeDeps } from "./deps.ts";
-import { resumeRecorded } from "../_resume.ts";
+import { resumeRecorded } from "../migrate/mod.ts";
 
 /** `stratum node boot`. */
 export function bootCommand(group: Command, ctx: Context, deps: NodeDeps): void {

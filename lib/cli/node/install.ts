@@ -7,7 +7,7 @@ import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
 import { ExitFailed, ExitOK, ExitUsage, Interrupted, UsageError } from "../exit.ts";
-import { locked, rootPaths } from "../migrate.ts";
+import { locked, rootPaths } from "../migrate/mod.ts";
 import { type Context, jsonOption } from "../program.ts";
 import type { NodeDeps } from "./deps.ts";
 

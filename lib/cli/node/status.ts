@@ -5,7 +5,7 @@ import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { ExitAttention, ExitFailed, ExitOK } from "../exit.ts";
-import { rootPaths } from "../migrate.ts";
+import { rootPaths } from "../migrate/mod.ts";
 import { type Context, jsonOption } from "../program.ts";
 import type { NodeDeps } from "./deps.ts";
 

@@ -1,10 +1,10 @@
 // Resuming the migration the journal records: shared by `stratum migrate
 // resume` and `stratum node boot`, which must decide the same way.
 
-import type * as host from "../host/mod.ts";
-import * as isolation from "../isolation/mod.ts";
-import * as migrate from "../migrate/mod.ts";
-import * as node from "../node/mod.ts";
+import type * as host from "../../host/mod.ts";
+import * as isolation from "../../isolation/mod.ts";
+import * as migrate from "../../migrate/mod.ts";
+import * as node from "../../node/mod.ts";
 
 /** The journal, undefined when there is none. An unreadable one rejects, never reads as "none". */
 export async function loadJournal(

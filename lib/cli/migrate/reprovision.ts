@@ -3,16 +3,16 @@
 // `stratum migrate resume`, because this process may run inside the stack
 // the reset stops.
 
-import * as bundle from "../bundle/mod.ts";
-import * as exec from "../exec/mod.ts";
-import { messageOf } from "../errors/mod.ts";
-import type * as host from "../host/mod.ts";
-import * as isolation from "../isolation/mod.ts";
-import * as migrate from "../migrate/mod.ts";
-import * as node from "../node/mod.ts";
-import { ExitOK, ExitUsage } from "./exit.ts";
-import { journalDoc } from "./migrate_report.ts";
-import type { Output } from "./output.ts";
+import * as bundle from "../../bundle/mod.ts";
+import * as exec from "../../exec/mod.ts";
+import { messageOf } from "../../errors/mod.ts";
+import type * as host from "../../host/mod.ts";
+import type * as isolation from "../../isolation/mod.ts";
+import * as migrate from "../../migrate/mod.ts";
+import * as node from "../../node/mod.ts";
+import { ExitOK, ExitUsage } from "../exit.ts";
+import { journalDoc } from "./report.ts";
+import type { Output } from "../output.ts";
 
 /** The handoff's transient unit: one fixed name, so systemd itself refuses a second. */
 export const handoffUnit = "stratum-reprovision.service";

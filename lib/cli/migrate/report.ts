@@ -1,6 +1,6 @@
-import { find } from "../errors/mod.ts";
-import * as migrate from "../migrate/mod.ts";
-import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "./exit.ts";
+import { find } from "../../errors/mod.ts";
+import * as migrate from "../../migrate/mod.ts";
+import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "../exit.ts";
 
 /** How a migrate command ended, as every --json document reports it. */
 export interface Outcome {

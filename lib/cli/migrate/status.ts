@@ -1,0 +1,68 @@
+import type { Command } from "commander";
+import { messageOf } from "../../errors/mod.ts";
+import * as isolation from "../../isolation/mod.ts";
+import * as migrate from "../../migrate/mod.ts";
+import { ExitOK, UsageError } from "../exit.ts";
+import { journalDoc, outcomeOf } from "./report.ts";
+import { loadJournal } from "./resume_recorded.ts";
+import { handoffUnit } from "./reprovision.ts";
+import type { Context } from "../program.ts";
+import { type Common, common, type MigrateDeps, rootPaths } from "./shared.ts";
+
+/** `stratum migrate status`. */
+export function statusCommand(group: Command, ctx: Context, deps: MigrateDeps): void {
+  common(group.command("status"))
+    .description("show the migration journal and the node's applied mode")
+    .action(async (opts: Common) => {
+      const out = ctx.output(opts);
+      const paths = await rootPaths(opts.root);
+      const store = new migrate.JournalStore(paths.journal);
+      const j = await loadJournal(store);
+      const applied = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {
+        throw new UsageError(messageOf(e));
+      });
+      const o = j ? outcomeOf(j) : undefined;
+      const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
+      const handoff = j?.strategy === migrate.StrategyReprovision && !migrate.isTerminal(j.step)
+        ? {
+          unit: handoffUnit,
+          running: await deps.systemctl().isActive(handoffUnit).catch(() => false),
+        }
+        : null;
+      const next = !j
+        ? "none"
+        : migrate.isTerminal(j.step)
+        ? o!.nextAction
+        : handoff?.running
+        ? `wait: ${handoffUnit} is carrying it out (journalctl -u ${handoffUnit} -f)`
+        : "run `stratum migrate resume`";
+      out.result(
+        {
+          outcome: state,
+          applied: applied ?? null,
+          journal: journalDoc(j),
+          message: j?.message ?? null,
+          handoff,
+          nextAction: next,
+        },
+        () => [
+          `applied: ${
+            applied
+              ? `${applied.mode} mode, slot ${applied.slot}, node ${applied.node}`
+              : "none (no node.json)"
+          }`,
+          j
+            ? `migration: ${j.from} → ${j.to}, step ${j.step} (${state}), started ${j.startedAt.toISOString()}, updated ${j.updatedAt.toISOString()}${
+              j.attempts ? `, ${j.attempts} attempts` : ""
+            }`
+            : "migration: none recorded",
+          ...(j?.message ? [`message: ${j.message}`] : []),
+          ...(handoff
+            ? [`handoff: ${handoff.unit} ${handoff.running ? "running" : "not running"}`]
+            : []),
+          `next: ${next}`,
+        ],
+      );
+      ctx.exitCode = ExitOK;
+    });
+}

@@ -1,7 +1,7 @@
 // deno-lint-ignore-file no-console
 // `deno task demo`: the tool's two jobs on an embedded default, against the
 // local sandboxes. A real systemd boots in private namespaces, a node is
-// provisioned in host mode from a built-in bundle, and `stratum migrate`
+// installed in host mode from a built-in, signed bundle (`stratum node install`), and `stratum migrate`
 // moves it to nspawn mode; then `stratum rollout restart` runs through the
 // machine's kubectl against a simulated cluster where one rollout stalls.
 // Needs root and namespaces (the systemd sandbox) and kubectl.
@@ -79,15 +79,12 @@ console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}
     `stratum bundle verify ${bundle} --mode nspawn`,
     () => stratum("bundle", "verify", bundle, "--mode", "nspawn"),
   );
-  const installed = await sb.deno([
-    "run",
-    "-A",
-    "tests/support/sandbox/install_node.ts",
-    "host",
-    bundle,
-  ]);
-  if (installed.code !== 0) throw new Error(installed.stderr);
-  console.log("provisioned node-1 in host mode, slot a (stratum-a.target)");
+  const installed = await shown(
+    `stratum node install --mode host --bundle ${bundle} --node node-1`,
+    () => stratum("node", "install", "--mode", "host", "--bundle", bundle, "--node", "node-1"),
+  );
+  if (installed.code !== 0) throw new Error("node install failed");
+  await shown("stratum node status", () => stratum("node", "status"));
   await shown("stratum migrate status", () => stratum("migrate", "status"));
   await shown(
     `stratum migrate plan --to nspawn --bundle ${bundle}`,

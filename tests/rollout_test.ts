@@ -582,3 +582,82 @@ Deno.test({
     assert(gets >= 3, `the restart was not retried (${gets} GETs)`);
   },
 });
+
+Deno.test({
+  name:
+    "progress: a probe, a restart and a failed restart each reported; waiting only when something rolls",
+  ignore,
+  async fn() {
+    await using c = await SimCluster.start({ workloads: stratumWorkloads(50).slice(0, 3) });
+    c.server.faults.error500 = (r) =>
+      r.method === "PATCH" && r.path.endsWith("/deployments/coredns");
+    const events: rollout.Progress[] = [];
+    await c.roller({ onProgress: (p) => events.push(p) }).restart();
+    const kinds = (k: string) => events.filter((e) => e.kind === k);
+    assertEquals(kinds("probed").length, 4);
+    assertEquals(
+      kinds("restarted").map((e) => (e as { target: string }).target).sort(),
+      ["deploy/cilium-operator", "ds/cilium"],
+    );
+    assertEquals(kinds("restart-failed").map((e) => (e as { target: string }).target), [
+      "deploy/coredns",
+    ]);
+    const waiting = events.flatMap((e) => (e.kind === "waiting" ? [[...e.targets].sort()] : []));
+    assertEquals(waiting, [["deploy/cilium-operator", "ds/cilium"]]);
+    // A failed restart is not retried unless kubectl refused it as within the same second.
+    assertEquals(
+      c.server.requests.filter((r) => r.method === "PATCH" && r.path.endsWith("/coredns")).length,
+      1,
+    );
+  },
+});
+
+Deno.test({
+  name: "progress: one target present is waited for; none present, nothing is",
+  ignore,
+  async fn() {
+    await using c = await SimCluster.start({ workloads: stratumWorkloads(50).slice(2, 3) });
+    const events: rollout.Progress[] = [];
+    await c.roller({ onProgress: (p) => events.push(p) }).restart();
+    assertEquals(
+      events.flatMap((e) => (e.kind === "waiting" ? [[...e.targets]] : [])),
+      [["deploy/coredns"]],
+    );
+    await using empty = await SimCluster.start({ workloads: [] });
+    const none: rollout.Progress[] = [];
+    await empty.roller({ onProgress: (p) => none.push(p) }).restart();
+    assertEquals(none.filter((e) => e.kind === "waiting"), []);
+  },
+});
+
+Deno.test({
+  name: "an interrupt during a hung restart: that target not restarted, rolled ones restarted",
+  ignore,
+  async fn() {
+    await using c = await SimCluster.start({ workloads: stratumWorkloads("never") });
+    c.server.faults.hang = (r) => r.method === "PATCH" && r.path.endsWith("/deployments/coredns");
+    const stop = new AbortController();
+    const results = await c.roller({
+      signal: stop.signal,
+      onProgress: (p) => {
+        // Every other restart is in and being watched: interrupt now.
+        if (p.kind === "restarted" && p.target === "deploy/stratum-dashboard") {
+          setTimeout(() => stop.abort(), 300);
+        }
+      },
+    }).restart();
+    const coredns = results[1]!.targets[0]!;
+    assertEquals(coredns.state, "interrupted");
+    assert(
+      coredns.error instanceof rollout.InterruptedError && !coredns.error.restarted,
+      String(coredns.error),
+    );
+    for (const r of [results[0]!, results[2]!, results[3]!]) {
+      for (const t of r.targets) {
+        assertEquals(t.state, "interrupted", t.target);
+        assert(t.error instanceof rollout.InterruptedError && t.error.restarted, t.target);
+      }
+    }
+    assertEquals(await processesMentioning(c.kubeconfig), []);
+  },
+});

@@ -588,11 +588,23 @@ Deno.test({
     "progress: a probe, a restart and a failed restart each reported; waiting only when something rolls",
   ignore,
   async fn() {
-    await using c = await SimCluster.start({ workloads: stratumWorkloads(50).slice(0, 3) });
+    await using c = await SimCluster.start({ workloads: stratumWorkloads("manual").slice(0, 3) });
     c.server.faults.error500 = (r) =>
       r.method === "PATCH" && r.path.endsWith("/deployments/coredns");
     const events: rollout.Progress[] = [];
-    await c.roller({ onProgress: (p) => events.push(p) }).restart();
+    await c.roller({
+      onProgress: (p) => {
+        events.push(p);
+        if (p.kind !== "waiting") return;
+        // Driven: the DaemonSet finishes, the operator's Deployment gives up.
+        c.server.complete("DaemonSet", "kube-system", "cilium");
+        c.server.exceedDeadline("kube-system", "cilium-operator");
+      },
+    }).restart();
+    const targetsOf = (k: string) =>
+      events.flatMap((e) => (e.kind === k && "target" in e ? [e.target] : []));
+    assertEquals(targetsOf("rolled-out"), ["ds/cilium"]);
+    assertEquals(targetsOf("pending"), ["deploy/cilium-operator"]);
     const kinds = (k: string) => events.filter((e) => e.kind === k);
     assertEquals(kinds("probed").length, 4);
     assertEquals(
@@ -659,5 +671,34 @@ Deno.test({
       }
     }
     assertEquals(await processesMentioning(c.kubeconfig), []);
+  },
+});
+
+Deno.test({
+  name: "an interrupt during the same-second pause: not restarted, and no retry is sent",
+  ignore,
+  async fn() {
+    await using c = await SimCluster.start({ workloads: stratumWorkloads(50).slice(2, 3) });
+    const stop = new AbortController();
+    let gets = 0;
+    c.server.faults.before = async (r, s) => {
+      if (r.method !== "GET" || !r.path.endsWith("/deployments/coredns")) return;
+      if (++gets !== 2) return;
+      if (Date.now() % 1000 > 700) {
+        await new Promise((res) => setTimeout(res, 1010 - Date.now() % 1000));
+      }
+      const obj = s.get("Deployment", "kube-system", "coredns")!;
+      const tmpl = obj.spec.template as { metadata: { annotations?: Record<string, string> } };
+      tmpl.metadata.annotations = {
+        [restartedAt]: new Date().toISOString().replace(/\.\d+Z$/, "Z"),
+      };
+      // Interrupt while the roller waits out the second (1.1 s).
+      setTimeout(() => stop.abort(), 400);
+    };
+    const results = await c.roller({ signal: stop.signal }).restart();
+    const t = results[1]!.targets[0]!;
+    assertEquals(t.state, "interrupted");
+    assert(t.error!.message.includes("not restarted"), t.error!.message);
+    assertEquals(gets, 2, "a retry was sent after the interrupt");
   },
 });

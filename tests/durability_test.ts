@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
+import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
 import { parseTrace } from "./support/syscall_trace.ts";
 
 const straceMissing = await new Deno.Command("strace", { args: ["-V"] }).output().then(
@@ -38,11 +39,14 @@ for (const to of ["nspawn", "host"] as const) {
         "trace=openat,fsync,fdatasync,rename,renameat,renameat2",
         "-o",
         trace,
-        Deno.execPath(),
-        ...["run", "-A", "main.ts", "migrate", "run", "--to", to, "--bundle", n.bundle],
+        ...stratumArgv(["migrate", "run", "--to", to, "--bundle", n.bundle]),
       ], {
         cwd: repoRoot,
-        env: { NO_COLOR: "1", STRATUM_FAILPOINT: "kill-after-record:stopping-source" },
+        env: {
+          NO_COLOR: "1",
+          ...stratumEnv(),
+          STRATUM_FAILPOINT: "kill-after-record:stopping-source",
+        },
       });
       assert(r.code !== 0, "the failpoint killed the run");
       const calls = parseTrace(await Deno.readTextFile(trace));

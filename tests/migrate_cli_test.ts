@@ -1,5 +1,6 @@
 // deno-lint-ignore-file no-console
-// `stratum migrate` end to end: the real CLI (`deno run main.ts`) inside the
+// `stratum migrate` end to end: the real CLI (the artifact under test, or
+// `deno run main.ts`; tests/support/stratum_bin.ts) inside the
 // systemd sandbox, driving real units, with crashes by SIGKILL.
 //
 // THE invariant, checked after every command that ends a migration: exactly
@@ -13,6 +14,7 @@ import { assert, assertEquals } from "./support/assert.ts";
 import { join } from "node:path";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { bundle, Node } from "./support/sandbox_node.ts";
+import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
 import { journalSteps, readStepTable } from "./support/step_table.ts";
 
 if (nspawnUnavailable) console.error(`migrate CLI tests are skipped: ${nspawnUnavailable}`);
@@ -104,17 +106,10 @@ Deno.test({
       const delay = Math.round(300 + rand() * 2200);
       await t.step(`kill after ${delay} ms`, async () => {
         await using n = await Node.boot(i % 2 === 0 ? "host" : "nspawn");
-        const child = n.sb.spawnDeno([
-          "run",
-          "-A",
-          "main.ts",
-          "migrate",
-          "run",
-          "--to",
-          n.to,
-          "--bundle",
-          n.bundle,
-        ]);
+        const child = n.sb.spawn(
+          stratumArgv(["migrate", "run", "--to", n.to, "--bundle", n.bundle]),
+          stratumEnv(),
+        );
         await new Promise((r) => setTimeout(r, delay));
         // nsenter forks into the PID namespace: the stratum process is its child.
         const ps = new Deno.Command("ps", { args: ["-o", "pid=", "--ppid", String(child.pid)] })
@@ -289,19 +284,10 @@ Deno.test({
   ignore,
   async fn() {
     await using n = await Node.boot("host", { nspawn: "unhealthy" });
-    const first = n.sb.spawnDeno([
-      "run",
-      "-A",
-      "main.ts",
-      "migrate",
-      "run",
-      "--to",
-      "nspawn",
-      "--bundle",
-      n.bundle,
-      "--wait-ready",
-      "8s",
-    ]);
+    const first = n.sb.spawn(
+      stratumArgv(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle, "--wait-ready", "8s"]),
+      stratumEnv(),
+    );
     // Wait until the first run has recorded its first step (it holds the lock by then).
     for (let i = 0; i < 100; i++) {
       if ((await n.sb.exec(["test", "-e", "/var/lib/stratum/migration.json"])).code === 0) break;

@@ -13,6 +13,7 @@ import { is } from "../lib/errors/mod.ts";
 import { ApiServer } from "./support/apiserver.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 import { stratum } from "./support/cli.ts";
+import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
 import {
   defaultKubectl,
   noKubectl,
@@ -24,7 +25,6 @@ import { makeTestCA, noOpenssl } from "./support/tls.ts";
 
 if (noKubectl) console.error(`rollout truth tests are skipped: ${noKubectl}`);
 const ignore = noKubectl !== undefined;
-const main = new URL("../main.ts", import.meta.url).pathname;
 
 function hintsOf(e: Error | undefined): string[] {
   return e
@@ -263,22 +263,20 @@ Deno.test({
 
 /** Starts `stratum rollout restart --json` against `c` and resolves once it waits for rollouts. */
 async function startWaiting(c: SimCluster) {
-  const child = new Deno.Command(Deno.execPath(), {
-    args: [
-      "run",
-      "-A",
-      main,
-      "rollout",
-      "restart",
-      "--json",
-      "--wait",
-      "5m",
-      "--kubeconfig",
-      c.kubeconfig,
-      "--kubectl",
-      defaultKubectl,
-    ],
-    env: { NO_COLOR: "1", ...c.cliEnv() },
+  const [program, ...args] = stratumArgv([
+    "rollout",
+    "restart",
+    "--json",
+    "--wait",
+    "5m",
+    "--kubeconfig",
+    c.kubeconfig,
+    "--kubectl",
+    defaultKubectl,
+  ]);
+  const child = new Deno.Command(program!, {
+    args,
+    env: { NO_COLOR: "1", ...stratumEnv(), ...c.cliEnv() },
     stdin: "null",
     stdout: "piped",
     stderr: "piped",

@@ -1,11 +1,21 @@
+import config from "../../deno.json" with { type: "json" };
 import { Command, CommanderError, Option } from "commander";
 import { messageOf } from "../errors/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import { ExitAttention, ExitUsage, UsageError } from "./exit.ts";
 import { Output } from "./output.ts";
 
-/** The version `stratum --version` prints. */
-export const version = "0.1.0";
+/** The version, from deno.json: the one place it is set. */
+export const version: string = config.version;
+
+/**
+ * What `stratum --version` prints: the version and the git commit it was
+ * built from (the launcher sets STRATUM_COMMIT; a checkout says so).
+ */
+export function versionLine(): string {
+  const commit = Deno.env.get("STRATUM_COMMIT");
+  return `stratum ${version} (${commit ? `commit ${commit}` : "source checkout"})`;
+}
 
 /** A command group: adds its subcommands to the program. */
 export type Group = (program: Command, ctx: Context) => void;
@@ -38,7 +48,7 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
       "The Stratum node tool: restart Stratum's in-cluster workloads after a restore or CA " +
         "rotation (rollout), and move a live node between isolation modes (migrate).",
     )
-    .version(version, "--version", "print the version")
+    .version(versionLine(), "--version", "print the version and the commit it was built from")
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({

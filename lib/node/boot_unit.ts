@@ -92,11 +92,15 @@ function quoteUnit(s: string): string {
 }
 
 /**
- * How systemd runs this program: the executable itself when compiled, else
+ * How systemd runs this program: the one-file launcher's own path when it
+ * started us (STRATUM_SELF), the executable itself when compiled, else
  * Deno running `main` with this checkout's config, and the cache directory
  * it was run with (a unit has no HOME to find it by).
  */
 export function selfCommand(main: string): SelfCommand {
+  // The one-file launcher names itself: its stable path, never its unpacked cache.
+  const launcher = Deno.env.get("STRATUM_SELF");
+  if (launcher?.startsWith("/")) return { argv: [launcher] };
   const exec = Deno.execPath();
   if (!exec.endsWith("/deno")) return { argv: [exec] };
   const config = new URL("./deno.json", new URL(".", main)).pathname;

@@ -1,7 +1,8 @@
-// Runs the real entry point, `deno run main.ts`, as an operator's shell would.
+// Runs stratum as an operator's shell would: the artifact under test
+// (STRATUM_BIN), or the checkout's `deno run main.ts`.
 import $ from "dax";
 
-const main = new URL("../../main.ts", import.meta.url).pathname;
+import { stratumArgv, stratumEnv } from "./stratum_bin.ts";
 
 export interface CliResult {
   code: number;
@@ -14,8 +15,8 @@ export async function stratum(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<CliResult> {
-  const r = await $`${Deno.execPath()} run -A ${main} ${args}`
-    .env({ NO_COLOR: "1", ...env })
+  const r = await $`${stratumArgv(args)}`
+    .env({ NO_COLOR: "1", ...stratumEnv(), ...env })
     .noThrow()
     .stdin("null")
     .stdout("piped")

@@ -123,8 +123,13 @@ export class Sandbox implements AsyncDisposable {
 
   /** Starts `deno ARGS` inside and returns its host PID, for killing it mid-run. */
   spawnDeno(args: string[], env: Record<string, string> = {}): Deno.ChildProcess {
+    return this.spawn([Deno.execPath(), ...args], env);
+  }
+
+  /** Starts argv inside, in the checkout, without waiting for it. */
+  spawn(argv: string[], env: Record<string, string> = {}): Deno.ChildProcess {
     return new Deno.Command("nsenter", {
-      args: this.#enter([Deno.execPath(), ...args], {
+      args: this.#enter(argv, {
         env: { NO_COLOR: "1", ...env },
         cwd: repoRoot,
       }),

@@ -13,6 +13,7 @@
 import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
 import { type Behavior, makeBundle } from "./bundle.ts";
+import { stratumArgv, stratumEnv } from "./stratum_bin.ts";
 import { repoRoot, Sandbox } from "./sandbox.ts";
 
 export type Mode = "host" | "nspawn";
@@ -55,7 +56,11 @@ export class Node implements AsyncDisposable {
     }
     const sb = await Sandbox.start(state ? { state } : {});
     const b = await bundle(behavior);
-    const r = await sb.deno(["run", "-A", "tests/support/sandbox/install_node.ts", from, b]);
+    // Installed as an operator installs it: `stratum node install`.
+    const r = await sb.exec(
+      stratumArgv(["node", "install", "--mode", from, "--bundle", b, "--node", "node-1"]),
+      { env: { NO_COLOR: "1", ...stratumEnv() }, cwd: repoRoot },
+    );
     if (r.code !== 0) {
       await sb[Symbol.asyncDispose]();
       throw new Error(`install failed: ${r.stderr}`);
@@ -105,7 +110,10 @@ export class Node implements AsyncDisposable {
   }
 
   async stratum(args: string[], env: Record<string, string> = {}) {
-    const r = await this.sb.deno(["run", "-A", "main.ts", ...args], env);
+    const r = await this.sb.exec(stratumArgv(args), {
+      env: { NO_COLOR: "1", ...stratumEnv(), ...env },
+      cwd: repoRoot,
+    });
     let doc: any = undefined;
     try {
       doc = JSON.parse(r.stdout);

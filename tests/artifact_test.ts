@@ -1,0 +1,151 @@
+// deno-lint-ignore-file no-console
+// The one file operators copy onto air-gapped nodes (scripts/compile), run as
+// they run it. Invariants: it runs with an empty environment (no HOME, no
+// DENO_DIR, no network) and downloads nothing; --version names deno.json's
+// version and the commit it was built from; concurrent first runs unpack
+// once and leave no partial cache; the units it writes run it by its own
+// path. Runs when STRATUM_BIN names the artifact (CI builds it).
+
+import { join } from "node:path";
+import * as rollout from "../lib/rollout/mod.ts";
+import { assert, assertEquals } from "./support/assert.ts";
+import { makeBundle } from "./support/bundle.ts";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+import { stratumBin } from "./support/stratum_bin.ts";
+
+const why = stratumBin ? undefined : "STRATUM_BIN is not set (CI builds the artifact and sets it)";
+if (why) console.error(`artifact tests are skipped: ${why}`);
+const aarch64 = Deno.env.get("STRATUM_BIN_AARCH64");
+
+/** Runs the artifact with nothing but `env` in its environment and no network. */
+async function bare(args: string[], env: Record<string, string>) {
+  const o = await new Deno.Command("unshare", {
+    args: [
+      "--net",
+      "--",
+      "env",
+      "-i",
+      ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      stratumBin!,
+      ...args,
+    ],
+    stdin: "null",
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const dec = new TextDecoder();
+  return { code: o.code, stdout: dec.decode(o.stdout), stderr: dec.decode(o.stderr) };
+}
+
+async function git(...args: string[]): Promise<string> {
+  const o = await new Deno.Command("git", { args, cwd: repoRoot, stdout: "piped" }).output();
+  return new TextDecoder().decode(o.stdout).trim();
+}
+
+Deno.test({
+  name: "with an empty environment and no network: --version, rollout commands, migrate plan",
+  ignore: why !== undefined || Deno.uid() !== 0,
+  async fn() {
+    const cache = await Deno.makeTempDir({ prefix: "stratum-cache-" });
+    const v = await bare(["--version"], { STRATUM_CACHE: cache });
+    assertEquals(v.code, 0, v.stderr);
+    const { version } = JSON.parse(await Deno.readTextFile(join(repoRoot, "deno.json")));
+    const commit = await git("rev-parse", "--short=12", "HEAD");
+    assert(
+      v.stdout.startsWith(`stratum ${version} (commit ${commit}`),
+      `${v.stdout} (want ${version}, ${commit})`,
+    );
+    const c = await bare(["rollout", "commands"], { STRATUM_CACHE: cache });
+    assertEquals(c.stdout.trim().split("\n"), rollout.restartCommands());
+    const root = await Deno.makeTempDir({ prefix: "stratum-root-" });
+    await Deno.mkdir(join(root, "etc/stratum"), { recursive: true });
+    await Deno.writeTextFile(
+      join(root, "etc/stratum/node.json"),
+      JSON.stringify({ mode: "host", slot: "a", node: "n1", updatedAt: "" }),
+    );
+    const b = await makeBundle(await Deno.makeTempDir());
+    const p = await bare(
+      ["migrate", "plan", "--to", "nspawn", "--bundle", b, "--root", root, "--json"],
+      { STRATUM_CACHE: cache },
+    );
+    assertEquals(p.code, 0, p.stderr);
+    assertEquals(JSON.parse(p.stdout).outcome, "planned");
+    // Nothing else was written: the cache holds one unpacked copy, nothing partial.
+    const entries = [...Deno.readDirSync(cache)].map((e) => e.name);
+    assertEquals(entries.length, 1, entries.join(" "));
+  },
+});
+
+Deno.test({
+  name: "concurrent first runs unpack once and leave no partial copy",
+  ignore: why !== undefined,
+  async fn() {
+    const cache = await Deno.makeTempDir({ prefix: "stratum-cache-" });
+    const runs = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map(() =>
+        new Deno.Command(stratumBin!, {
+          args: ["--version"],
+          env: { STRATUM_CACHE: cache },
+          stdout: "piped",
+          stderr: "piped",
+        }).output()
+      ),
+    );
+    for (const r of runs) assertEquals(r.code, 0, new TextDecoder().decode(r.stderr));
+    const entries = [...Deno.readDirSync(cache)].map((e) => e.name);
+    assertEquals(entries.length, 1, `one unpacked copy, no .unpack-* left: ${entries}`);
+    assert(/^[0-9a-f]{16}$/.test(entries[0]!), entries[0]);
+  },
+});
+
+Deno.test({
+  name:
+    "an installed node's boot unit runs the artifact by its own path; a full migration with env -i",
+  ignore: why !== undefined || nspawnUnavailable !== undefined,
+  async fn() {
+    await using n = await Node.boot("host");
+    const unit = await n.sb.exec(["cat", "/etc/systemd/system/stratum-boot.service"]);
+    assert(unit.stdout.includes(`ExecStart=${stratumBin} node boot`), unit.stdout);
+    assert(!unit.stdout.includes("deno"), "the unit runs deno or a cache path");
+    const r = await n.sb.exec([
+      "env",
+      "-i",
+      `STRATUM_CACHE=${join(repoRoot, ".test-tmp/stratum-cache")}`,
+      stratumBin!,
+      "migrate",
+      "run",
+      "--to",
+      "nspawn",
+      "--bundle",
+      n.bundle,
+      "--json",
+    ]); // deno-fmt-ignore
+    assertEquals(r.code, 0, r.stderr);
+    assertEquals(await n.assertInvariant("after a migration run with env -i"), "complete");
+  },
+});
+
+Deno.test({
+  name: "the aarch64 artifact carries an aarch64 deno",
+  ignore: aarch64 === undefined,
+  async fn() {
+    const text = await Deno.readFile(aarch64!);
+    const head = new TextDecoder().decode(text.slice(0, 4096));
+    const lines = Number(/tail -n \+(\d+)/.exec(head)?.[1]);
+    assert(lines > 1, "no payload offset in the stub");
+    const dir = await Deno.makeTempDir();
+    const sh =
+      `tail -n +${lines} "$1" | gzip -dc | tar -x -C "$2" ./deno && head -c 20 "$2/deno" | od -An -tx1`;
+    const o = await new Deno.Command("sh", {
+      args: ["-c", sh, "sh", aarch64!, dir],
+      stdout: "piped",
+    })
+      .output();
+    const bytes = new TextDecoder().decode(o.stdout).trim().split(/\s+/);
+    assertEquals(bytes.slice(0, 4), ["7f", "45", "4c", "46"], "an ELF file");
+    assertEquals(bytes[4], "02", "64-bit");
+    // e_machine at offset 18, little endian: 0xb7 is EM_AARCH64.
+    assertEquals([bytes[18], bytes[19]], ["b7", "00"]);
+  },
+});

@@ -1,0 +1,122 @@
+// deno-lint-ignore-file no-console
+// The cloud-init example (examples/cloud-init/user-data.yaml): valid for
+// cloud-init's own schema, and what it runs brings a fresh sandboxed node up
+// healthy with its signed bundle. The example's placeholders (the key, the
+// executable's and bundle's paths) are replaced by the test's; nothing else.
+
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
+import { noOpenssl } from "./support/tls.ts";
+
+const example = join(repoRoot, "examples/cloud-init/user-data.yaml");
+const noCloudInit = (() => {
+  try {
+    const o = new Deno.Command("cloud-init", {
+      args: ["--version"],
+      stdout: "null",
+      stderr: "null",
+    })
+      .outputSync();
+    return o.success ? undefined : "cloud-init --version failed";
+  } catch {
+    return "cloud-init is not installed (Debian package cloud-init)";
+  }
+})();
+if (noCloudInit) console.error(`cloud-init tests are skipped: ${noCloudInit}`);
+
+Deno.test({
+  name: "the cloud-init example is valid for cloud-init schema, and a broken one is not",
+  ignore: noCloudInit !== undefined,
+  async fn() {
+    const ok = await new Deno.Command("cloud-init", {
+      args: ["schema", "--config-file", example],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert(ok.success, new TextDecoder().decode(ok.stderr));
+    // The check is real: the same file with runcmd's entry made a number fails.
+    const bad = join(await Deno.makeTempDir(), "user-data.yaml");
+    await Deno.writeTextFile(
+      bad,
+      (await Deno.readTextFile(example)).replace(/^runcmd:/m, "runcmd: 5\nx:"),
+    );
+    const no = await new Deno.Command("cloud-init", {
+      args: ["schema", "--config-file", bad],
+      stdout: "null",
+      stderr: "null",
+    }).output();
+    assert(!no.success);
+  },
+});
+
+/** The example as data (cloud-init's own YAML parser, python3-yaml, reads it). */
+async function loadExample(): Promise<{
+  write_files: { path: string; content: string; permissions: string }[];
+  runcmd: string[][];
+}> {
+  const o = await new Deno.Command("python3", {
+    args: [
+      "-c",
+      "import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
+      example,
+    ],
+    stdout: "piped",
+  }).output();
+  assert(o.success, "python3-yaml cannot read the example");
+  return JSON.parse(new TextDecoder().decode(o.stdout));
+}
+
+Deno.test({
+  name: "what the cloud-init example runs brings a fresh node up healthy with its signed bundle",
+  ignore: noCloudInit !== undefined || nspawnUnavailable !== undefined || noOpenssl !== undefined,
+  async fn() {
+    const cfg = await loadExample();
+    await using n = await Node.fresh("nspawn");
+    const tmp = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp") });
+    const key = join(tmp, "signing.pem");
+    const pub = join(tmp, "release.pem");
+    for (
+      const args of [["genpkey", "-algorithm", "ed25519", "-out", key], [
+        "pkey",
+        "-in",
+        key,
+        "-pubout",
+        "-out",
+        pub,
+      ]]
+    ) {
+      assert((await new Deno.Command("openssl", { args, stdout: "null" }).output()).success);
+    }
+    const sign = await n.sb.exec([...stratumArgv(["bundle", "sign", n.bundle, "--key", key])], {
+      env: stratumEnv(),
+      cwd: repoRoot,
+    });
+    assertEquals(sign.code, 0, sign.stderr);
+    // write_files, with the test's key in place of the placeholder.
+    for (const f of cfg.write_files) {
+      const content = f.content.includes("REPLACE-WITH-YOUR-RELEASE-KEY")
+        ? await Deno.readTextFile(pub)
+        : f.content;
+      const staged = join(tmp, "staged");
+      await Deno.writeTextFile(staged, content);
+      const w = await n.sb.exec(["install", "-D", "-m", f.permissions, staged, f.path]);
+      assertEquals(w.code, 0, w.stderr);
+    }
+    // runcmd, with the artifact under test and the test's bundle in place of the paths.
+    for (const argv of cfg.runcmd) {
+      const [program, ...args] = argv.map((a) => (a === "/srv/stratum-bundle" ? n.bundle : a));
+      assertEquals(program, "/usr/local/bin/stratum");
+      const r = await n.sb.exec(stratumArgv(args), { env: stratumEnv(), cwd: repoRoot });
+      assertEquals(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout);
+      assertEquals([doc.outcome, doc.mode], ["installed", "nspawn"]);
+      assert(doc.keyId, "the bundle was checked against the written key");
+    }
+    const s = await n.state();
+    assertEquals(s.active, { a: true, b: false });
+    assert(String(s.health).startsWith("200 ok nspawn"), s.health);
+  },
+});

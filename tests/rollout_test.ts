@@ -1,4 +1,5 @@
 // deno-lint-ignore-file no-console
+import { join } from "node:path";
 import * as kube from "../lib/kube/mod.ts";
 import * as rollout from "../lib/rollout/mod.ts";
 import { is } from "../lib/errors/mod.ts";
@@ -701,4 +702,46 @@ Deno.test({
     assert(t.error!.message.includes("not restarted"), t.error!.message);
     assertEquals(gets, 2, "a retry was sent after the interrupt");
   },
+});
+
+Deno.test("formatMs and durationFlag: what kubectl's --timeout and the messages show", () => {
+  const cases: [number, string][] = [
+    [0, "0ms"],
+    [999, "999ms"],
+    [1000, "1s"],
+    [1500, "1500ms"],
+    [30_000, "30s"],
+    [59_000, "59s"],
+    [60_000, "1m0s"],
+    [61_000, "1m1s"],
+    [300_000, "5m0s"],
+  ];
+  for (const [ms, text] of cases) assertEquals(kube.formatMs(ms), text, String(ms));
+  assertEquals(kube.durationFlag(0.2), "1ms", "a flag is never zero");
+  assertEquals(kube.durationFlag(1999.2), "2s", "rounded up to whole ms, then shown in seconds");
+});
+
+Deno.test("KubectlError names kubectl's own error line, else the last line, else the exit code", () => {
+  const withAdvice = new kube.KubectlError(
+    "kubectl get x",
+    1,
+    "E1130 memcache.go: noise\nUnable to connect to the server: getting credentials: exec: boom\n\nTo learn more, consult https://example.invalid/docs\n",
+  );
+  assert(
+    withAdvice.message.endsWith("Unable to connect to the server: getting credentials: exec: boom"),
+  );
+  const plain = new kube.KubectlError("kubectl get x", 1, "first\nsecond line\n");
+  assert(plain.message.endsWith(": second line"), plain.message);
+  const silent = new kube.KubectlError("kubectl get x", 137, "");
+  assert(silent.message.endsWith("exit code 137 (killed by signal 9)"), silent.message);
+});
+
+Deno.test("the kubectl runner returns stdout alone, or both streams interleaved when combined", async () => {
+  const dir = await Deno.makeTempDir();
+  const fake = join(dir, "prints-both");
+  await Deno.writeTextFile(fake, "#!/bin/sh\necho out\necho err >&2\n", { mode: 0o755 });
+  const run = kube.kubectl({ binary: fake });
+  assertEquals((await run([], { timeout: 5000 })).trim(), "out");
+  const both = await run([], { timeout: 5000, combined: true });
+  assertEquals(both.trim().split("\n").sort(), ["err", "out"]);
 });

@@ -35,13 +35,19 @@ const suites: { files: RegExp; tests: string[] }[] = [
     tests: [
       "tests/migrate_matrix_test.ts",
       "tests/journal_store_test.ts",
+      "tests/reprovision_test.ts",
       "tests/host_test.ts",
       "tests/errors_test.ts",
     ],
   },
   {
     files: /^lib\/host\/durable_file\.ts$/,
-    tests: ["tests/journal_store_test.ts", "tests/host_test.ts", "tests/migrate_matrix_test.ts"],
+    tests: [
+      "tests/durable_file_test.ts",
+      "tests/journal_store_test.ts",
+      "tests/host_test.ts",
+      "tests/migrate_matrix_test.ts",
+    ],
   },
   {
     files: /^lib\/(rollout|kube)\//,

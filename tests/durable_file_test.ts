@@ -1,0 +1,126 @@
+// lib/host/durable_file.ts, syscall by syscall where it matters (strace) and
+// by its effects elsewhere. Invariants (docs/durability.md): what a tree
+// holds is fsynced, file and directory; a new directory is fsynced into its
+// parent; a removal is followed by an fsync of the parent; a durable write
+// has exactly the mode asked for, leaves no temp file when it fails, and no
+// file descriptor open.
+
+import $ from "dax";
+import { dirname, join } from "node:path";
+import { ensureDir, writeFileDurable } from "../lib/host/durable_file.ts";
+import { assert, assertEquals, assertRejects } from "./support/assert.ts";
+import { parseTrace } from "./support/syscall_trace.ts";
+
+const ops = new URL("./support/tree_ops.ts", import.meta.url).pathname;
+
+const noStrace = (() => {
+  try {
+    return new Deno.Command("strace", { args: ["-V"], stdout: "null" }).outputSync().success
+      ? undefined
+      : "strace -V failed";
+  } catch {
+    return "strace is not installed";
+  }
+})();
+
+/** The calls `op DIR` makes, traced. */
+async function traced(op: string, dir: string) {
+  const trace = `${await Deno.makeTempFile()}.trace`;
+  await $`strace -f -y -qq -e signal=none -o ${trace} -e trace=fsync,fdatasync,mkdir,mkdirat,unlinkat,rmdir ${Deno.execPath()} run -A ${ops} ${op} ${dir}`
+    .quiet();
+  const calls = parseTrace(await Deno.readTextFile(trace));
+  await Deno.remove(trace);
+  return calls;
+}
+
+async function tree(): Promise<{ root: string; files: string[]; dirs: string[] }> {
+  const root = await Deno.makeTempDir({ prefix: "stratum-tree-" });
+  const files = ["a.txt", "sub/b.txt", "sub/deeper/c.txt"].map((f) => join(root, f));
+  for (const f of files) {
+    await Deno.mkdir(dirname(f), { recursive: true });
+    await Deno.writeTextFile(f, f);
+  }
+  await Deno.symlink("a.txt", join(root, "link"));
+  return { root, files, dirs: [root, join(root, "sub"), join(root, "sub/deeper")] };
+}
+
+Deno.test({
+  name: "syncTree fsyncs every file and directory; dirsOnly, only the directories",
+  ignore: noStrace !== undefined,
+  async fn() {
+    const t = await tree();
+    const synced = (await traced("sync-tree", t.root)).filter((c) => c.name === "fsync")
+      .map((c) => c.fdPath);
+    for (const p of [...t.files, ...t.dirs]) assert(synced.includes(p), `${p} was not fsynced`);
+    const dirsOnly = (await traced("sync-dirs", t.root)).filter((c) => c.name === "fsync")
+      .map((c) => c.fdPath);
+    for (const d of t.dirs) assert(dirsOnly.includes(d), `${d} was not fsynced`);
+    for (const f of t.files) assert(!dirsOnly.includes(f), `${f} fsynced with dirsOnly`);
+  },
+});
+
+Deno.test({
+  name: "ensureDir fsyncs each parent after making a directory in it",
+  ignore: noStrace !== undefined,
+  async fn() {
+    const root = await Deno.makeTempDir({ prefix: "stratum-tree-" });
+    const calls = await traced("ensure-dir", join(root, "x/y"));
+    const seq = calls.filter((c) => c.name.startsWith("mkdir") || c.name === "fsync").map((c) =>
+      c.name === "fsync" ? `fsync ${c.fdPath}` : `mkdir ${/"([^"]+)"/.exec(c.args)?.[1]}`
+    );
+    const i = seq.indexOf(`mkdir ${join(root, "x")}`);
+    const j = seq.indexOf(`mkdir ${join(root, "x/y")}`);
+    assert(i >= 0 && j > i, seq.join("\n"));
+    assert(seq.slice(i + 1, j).includes(`fsync ${root}`), seq.join("\n"));
+    assert(seq.slice(j + 1).includes(`fsync ${join(root, "x")}`), seq.join("\n"));
+  },
+});
+
+Deno.test({
+  name: "removeTreeDurable fsyncs the parent after the removal",
+  ignore: noStrace !== undefined,
+  async fn() {
+    const t = await tree();
+    const calls = await traced("remove-tree", t.root);
+    const lastRemoval = calls.findLastIndex((c) => c.name === "unlinkat" || c.name === "rmdir");
+    assert(lastRemoval >= 0);
+    assert(
+      calls.slice(lastRemoval + 1).some((c) => c.name === "fsync" && c.fdPath === dirname(t.root)),
+      "no fsync of the parent after the removal",
+    );
+    await assertRejects(() => Deno.stat(t.root));
+  },
+});
+
+Deno.test("writeFileDurable sets exactly the mode asked for, whatever the umask", async () => {
+  const dir = await Deno.makeTempDir();
+  const old = Deno.umask(0o077);
+  try {
+    await writeFileDurable(join(dir, "f"), "x", { mode: 0o644 });
+    assertEquals((await Deno.stat(join(dir, "f"))).mode! & 0o777, 0o644);
+    await writeFileDurable(join(dir, "g"), "x");
+    assertEquals((await Deno.stat(join(dir, "g"))).mode! & 0o777, 0o600);
+  } finally {
+    Deno.umask(old);
+  }
+});
+
+Deno.test("a durable write that fails leaves no temp file and the target as it was", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.mkdir(join(dir, "target"));
+  await Deno.writeTextFile(join(dir, "target/keep"), "x");
+  // Renaming a file over a non-empty directory fails.
+  await assertRejects(() => writeFileDurable(join(dir, "target"), "new"));
+  assertEquals([...Deno.readDirSync(dir)].map((e) => e.name), ["target"]);
+});
+
+Deno.test("durable writes and ensureDir leave no file descriptor open", async () => {
+  const dir = await Deno.makeTempDir();
+  const open = () => [...Deno.readDirSync("/proc/self/fd")].length;
+  const before = open();
+  for (let i = 0; i < 50; i++) {
+    await ensureDir(join(dir, `d${i}/e`));
+    await writeFileDurable(join(dir, `d${i}/e/f`), "x");
+  }
+  assertEquals(open(), before);
+});

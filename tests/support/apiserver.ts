@@ -60,8 +60,20 @@ export interface ApiServerOptions {
   /** Namespaces that exist besides those of the workloads. */
   readonly namespaces?: readonly string[];
   readonly workloads?: readonly WorkloadSpec[];
+  /** Nodes of the cluster (for drain, uncordon and readiness), all Ready. */
+  readonly nodes?: readonly string[];
+  /** Pods, each on a node; `owner` makes it a DaemonSet's (drain skips it) or a ReplicaSet's. */
+  readonly pods?: readonly PodSpec[];
   /** Serve https with this certificate (tests/support/tls.ts makes one); default plain http. */
   readonly tls?: { readonly cert: string; readonly key: string; readonly ca: string };
+}
+
+/** A pod in the simulated cluster. */
+export interface PodSpec {
+  readonly namespace: string;
+  readonly name: string;
+  readonly node: string;
+  readonly owner?: { readonly kind: "DaemonSet" | "ReplicaSet"; readonly name: string };
 }
 
 /** What writeKubeconfig puts in the kubeconfig besides the server. */
@@ -101,12 +113,146 @@ export class ApiServer {
   #server!: Deno.HttpServer;
   #minor: string;
   #tls: ApiServerOptions["tls"];
+  #nodes = new Map<string, Record<string, unknown>>();
+  #pods = new Map<string, Record<string, unknown>>();
 
   private constructor(opts: ApiServerOptions) {
     this.#minor = opts.minor ?? "32";
     this.#tls = opts.tls;
     for (const ns of opts.namespaces ?? []) this.#namespaces.add(ns);
     for (const w of opts.workloads ?? []) this.add(w);
+    for (const n of opts.nodes ?? []) this.#nodes.set(n, this.#newNode(n));
+    for (const pod of opts.pods ?? []) this.#addPod(pod);
+  }
+
+  /** A Node as the server holds it: `spec.unschedulable` says whether it is cordoned. */
+  node(name: string): Record<string, unknown> | undefined {
+    return this.#nodes.get(name);
+  }
+
+  /** The pods on `node`, as "namespace/name". */
+  podsOn(node: string): string[] {
+    return [...this.#pods.values()].filter((p) =>
+      (p.spec as { nodeName: string }).nodeName === node
+    ).map((p) => {
+      const m = p.metadata as { namespace: string; name: string };
+      return `${m.namespace}/${m.name}`;
+    }).sort();
+  }
+
+  /** Puts a pod (back) on a node, as a controller rescheduling it would. */
+  addPod(pod: PodSpec): void {
+    this.#addPod(pod);
+  }
+
+  #newNode(name: string): Record<string, unknown> {
+    return {
+      apiVersion: "v1",
+      kind: "Node",
+      metadata: {
+        name,
+        uid: crypto.randomUUID(),
+        resourceVersion: String(++this.#rv),
+        labels: { "kubernetes.io/hostname": name },
+      },
+      spec: {},
+      status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady" }] },
+    };
+  }
+
+  #addPod(pod: PodSpec): void {
+    this.#namespaces.add(pod.namespace);
+    this.#pods.set(`${pod.namespace}/${pod.name}`, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: {
+        name: pod.name,
+        namespace: pod.namespace,
+        uid: crypto.randomUUID(),
+        resourceVersion: String(++this.#rv),
+        ...(pod.owner
+          ? {
+            ownerReferences: [{
+              apiVersion: "apps/v1",
+              kind: pod.owner.kind,
+              name: pod.owner.name,
+              uid: crypto.randomUUID(),
+              controller: true,
+            }],
+          }
+          : {}),
+      },
+      spec: { nodeName: pod.node, containers: [{ name: "c", image: "registry.local/c:1" }] },
+      status: { phase: "Running" },
+    });
+  }
+
+  /** Core API routes for Nodes, Pods and the eviction subresource; undefined: not one of them. */
+  #routeCore(r: LoggedRequest): Response | undefined {
+    const p = r.path;
+    if (p === "/api/v1/nodes" && r.method === "GET") {
+      const name = /^metadata\.name=(.+)$/.exec(r.query.fieldSelector ?? "")?.[1];
+      const items = [...this.#nodes.values()].filter((n) =>
+        name === undefined || (n.metadata as { name: string }).name === name
+      );
+      return json({
+        apiVersion: "v1",
+        kind: "NodeList",
+        metadata: { resourceVersion: String(this.#rv) },
+        items,
+      });
+    }
+    let m = /^\/api\/v1\/nodes\/([^/]+)$/.exec(p);
+    if (m) {
+      const node = this.#nodes.get(m[1]!);
+      if (!node) return notFound("", "nodes", m[1]!);
+      if (r.method === "GET") return json(node);
+      if (r.method === "PATCH") {
+        let patch: unknown;
+        try {
+          patch = JSON.parse(r.body);
+        } catch {
+          return status(400, "BadRequest", "invalid patch body");
+        }
+        const next = merge(structuredClone(node), patch) as Record<string, unknown>;
+        (next.metadata as { resourceVersion: string }).resourceVersion = String(++this.#rv);
+        this.#nodes.set(m[1]!, next);
+        return json(next);
+      }
+      return status(405, "MethodNotAllowed", "method not allowed");
+    }
+    if (p === "/api/v1/pods" && r.method === "GET") {
+      const node = /spec\.nodeName=([^,]+)/.exec(r.query.fieldSelector ?? "")?.[1];
+      const items = [...this.#pods.values()].filter((x) =>
+        node === undefined || (x.spec as { nodeName: string }).nodeName === node
+      );
+      return json({
+        apiVersion: "v1",
+        kind: "PodList",
+        metadata: { resourceVersion: String(this.#rv) },
+        items,
+      });
+    }
+    m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)(\/eviction)?$/.exec(p);
+    if (m) {
+      const key = `${m[1]}/${m[2]}`;
+      const pod = this.#pods.get(key);
+      if (!pod) return notFound("", "pods", m[2]!);
+      if (m[3] && r.method === "POST") {
+        // No PodDisruptionBudget here: the eviction is allowed and the pod goes.
+        this.#pods.delete(key);
+        return json({
+          kind: "Status",
+          apiVersion: "v1",
+          metadata: {},
+          status: "Success",
+          code: 201,
+        }, 201);
+      }
+      if (!m[3] && r.method === "GET") return json(pod);
+      return status(405, "MethodNotAllowed", "method not allowed");
+    }
+    return undefined;
   }
 
   static start(opts: ApiServerOptions = {}): Promise<ApiServer> {
@@ -317,15 +463,42 @@ current-context: ${context}
     }
     if (p === "/apis") {
       const v = { groupVersion: "apps/v1", version: "v1" };
+      const policy = { groupVersion: "policy/v1", version: "v1" };
       return json({
         kind: "APIGroupList",
         apiVersion: "v1",
-        groups: [{ name: "apps", versions: [v], preferredVersion: v }],
+        groups: [
+          { name: "apps", versions: [v], preferredVersion: v },
+          { name: "policy", versions: [policy], preferredVersion: policy },
+        ],
       });
     }
     if (p === "/api/v1") {
-      return json(resourceList("v1", [["namespaces", "Namespace", false, ["ns"]]]));
+      const list = resourceList("v1", [
+        ["namespaces", "Namespace", false, ["ns"]],
+        ["nodes", "Node", false, ["no"]],
+        ["pods", "Pod", true, ["po"]],
+      ]);
+      // The eviction subresource, as drain looks for it: group policy, version v1.
+      list.resources.push({
+        name: "pods/eviction",
+        singularName: "",
+        namespaced: true,
+        kind: "Eviction",
+        verbs: ["create"],
+        shortNames: [],
+        group: "policy",
+        version: "v1",
+      } as never);
+      return json(list);
     }
+    if (p === "/apis/policy/v1") {
+      return json(
+        resourceList("policy/v1", [["poddisruptionbudgets", "PodDisruptionBudget", true, ["pdb"]]]),
+      );
+    }
+    const core = this.#routeCore(r);
+    if (core) return core;
     if (p === "/apis/apps/v1") {
       return json(resourceList("apps/v1", [
         ["deployments", "Deployment", true, ["deploy"]],

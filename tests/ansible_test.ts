@@ -1,0 +1,187 @@
+// deno-lint-ignore-file no-console
+// examples/ansible/migrate.yml for real: Debian's ansible-playbook against
+// three sandboxed nodes (real systemd each), reached through the stock
+// community.docker.nsenter connection plugin, with drain, readiness and
+// uncordon through the real kubectl against the simulated API server.
+// Invariants: every node ends in the new mode, uncordoned, with one change
+// each; a second run changes nothing; with node 2's bundle tampered, node 1
+// migrates, node 2 fails with nothing changed (not even cordoned), and node 3
+// is never touched.
+
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { defaultKubectl, noKubectl, SimCluster, stratumWorkloads } from "./support/cluster.ts";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+import { stratumBin } from "./support/stratum_bin.ts";
+
+const noAnsible = (() => {
+  try {
+    const o = new Deno.Command("ansible-playbook", { args: ["--version"], stdout: "null" })
+      .outputSync();
+    return o.success ? undefined : "ansible-playbook --version failed";
+  } catch {
+    return "ansible-playbook is not installed (Debian package ansible)";
+  }
+})();
+const why = noAnsible ?? nspawnUnavailable ?? noKubectl;
+if (why) console.error(`ansible tests are skipped: ${why}`);
+
+/** The executable the playbook runs on each node: the artifact, or a wrapper running the checkout. */
+async function stratumExecutable(): Promise<string> {
+  if (stratumBin) return stratumBin;
+  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+  const wrapper = join(repoRoot, ".test-tmp", "stratum-checkout.sh");
+  await Deno.writeTextFile(
+    wrapper,
+    `#!/bin/sh\nexec ${Deno.execPath()} run -A ${join(repoRoot, "main.ts")} "$@"\n`,
+    { mode: 0o755 },
+  );
+  return wrapper;
+}
+
+interface Recap {
+  [host: string]: { ok: number; changed: number; failed: number };
+}
+
+async function playbook(
+  nodes: Node[],
+  c: SimCluster,
+  mode: string,
+): Promise<{ code: number; recap: Recap; out: string }> {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-ansible-" });
+  const inventory = join(dir, "inventory.ini");
+  const stratum = await stratumExecutable();
+  await Deno.writeTextFile(
+    inventory,
+    "[stratum_nodes]\n" +
+      nodes.map((n, i) =>
+        `node-${
+          i + 1
+        } ansible_connection=community.docker.nsenter ansible_nsenter_pid=${n.sb.pid} stratum_bundle=${n.bundle}`
+      ).join("\n") +
+      `\n\n[stratum_nodes:vars]\nansible_python_interpreter=/usr/bin/python3\nstratum=${stratum}\n`,
+  );
+  const o = await new Deno.Command("ansible-playbook", {
+    args: [
+      "-i",
+      inventory,
+      join(repoRoot, "examples/ansible/migrate.yml"),
+      "-e",
+      `stratum_mode=${mode}`,
+      "-e",
+      `kubectl=${defaultKubectl}`,
+      "-e",
+      `kubeconfig=${c.kubeconfig}`,
+    ],
+    env: {
+      ...c.cliEnv(),
+      ANSIBLE_NOCOLOR: "1",
+      ANSIBLE_REMOTE_TMP: "/tmp/.ansible-remote",
+      ANSIBLE_LOCAL_TEMP: join(dir, "local"),
+      ANSIBLE_RETRY_FILES_ENABLED: "0",
+    },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const out = new TextDecoder().decode(o.stdout) + new TextDecoder().decode(o.stderr);
+  const recap: Recap = {};
+  for (const m of out.matchAll(/^(node-\d)\s+:\s+ok=(\d+)\s+changed=(\d+).*?failed=(\d+)/gm)) {
+    recap[m[1]!] = { ok: Number(m[2]), changed: Number(m[3]), failed: Number(m[4]) };
+  }
+  return { code: o.code, recap, out };
+}
+
+Deno.test({
+  name:
+    "ansible migrate.yml over three sandboxed nodes: each migrates once; again, nothing; a bad bundle stops the play",
+  ignore: why !== undefined,
+  async fn() {
+    const nodes = [await Node.boot("host"), await Node.boot("host"), await Node.boot("host")];
+    try {
+      await using c = await SimCluster.start({
+        workloads: stratumWorkloads(50),
+        nodes: ["node-1", "node-2", "node-3"],
+        pods: [1, 2, 3].flatMap((i) => [
+          {
+            namespace: "kube-system",
+            name: `cilium-${i}`,
+            node: `node-${i}`,
+            owner: { kind: "DaemonSet" as const, name: "cilium" },
+          },
+          {
+            namespace: "default",
+            name: `app-${i}`,
+            node: `node-${i}`,
+            owner: { kind: "ReplicaSet" as const, name: "app-5d" },
+          },
+        ]),
+      });
+      const first = await playbook(nodes, c, "nspawn");
+      assertEquals(first.code, 0, first.out);
+      for (const [i, n] of nodes.entries()) {
+        const host = `node-${i + 1}`;
+        assertEquals([first.recap[host]?.changed, first.recap[host]?.failed], [1, 0], first.out);
+        const s = await n.state();
+        assertEquals([s.node.mode, s.journal], ["nspawn", null], host);
+        assert(
+          !(c.server.node(host)!.spec as { unschedulable?: boolean }).unschedulable,
+          `${host} cordoned`,
+        );
+        assertEquals(
+          c.server.podsOn(host),
+          [`kube-system/cilium-${i + 1}`],
+          "the app pod was evicted",
+        );
+      }
+
+      const second = await playbook(nodes, c, "nspawn");
+      assertEquals(second.code, 0, second.out);
+      for (const host of ["node-1", "node-2", "node-3"]) {
+        assertEquals([second.recap[host]?.changed, second.recap[host]?.failed], [0, 0], second.out);
+      }
+
+      // Node 2's bundle for the way back is tampered with.
+      await Deno.writeTextFile(join(nodes[1]!.bundle, "host/stack/stack.py"), "# evil\n", {
+        append: true,
+      });
+      const before2 = (await nodes[1]!.state()).files;
+      const third = await playbook(nodes, c, "host");
+      assert(third.code !== 0, third.out);
+      assertEquals(
+        [third.recap["node-1"]?.changed, third.recap["node-1"]?.failed],
+        [1, 0],
+        third.out,
+      );
+      assertEquals(third.recap["node-2"]?.failed, 1, third.out);
+      assertEquals(third.recap["node-3"], undefined, "node 3 was touched");
+      assertEquals((await nodes[0]!.state()).node.mode, "host");
+      const s2 = await nodes[1]!.state();
+      assertEquals([s2.node.mode, s2.journal], ["nspawn", null]);
+      assertEquals(s2.files, before2, "node 2 changed");
+      assert(
+        !(c.server.node("node-2")!.spec as { unschedulable?: boolean }).unschedulable,
+        "node 2 was cordoned",
+      );
+      assertEquals((await nodes[2]!.state()).node.mode, "nspawn");
+    } finally {
+      for (const n of nodes) await n[Symbol.asyncDispose]();
+    }
+  },
+});
+
+Deno.test({
+  name: "the example playbooks and inventory pass ansible-playbook --syntax-check",
+  ignore: noAnsible !== undefined,
+  async fn() {
+    const dir = join(repoRoot, "examples/ansible");
+    const o = await new Deno.Command("ansible-playbook", {
+      args: ["--syntax-check", "-i", "inventory.example.ini", "migrate.yml", "restart.yml"],
+      cwd: dir,
+      env: { ANSIBLE_NOCOLOR: "1", ANSIBLE_LOCAL_TEMP: await Deno.makeTempDir() },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert(o.success, new TextDecoder().decode(o.stderr));
+  },
+});

@@ -84,6 +84,10 @@ Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never 
     "attempts 1e308": good.replace('"step"', '"attempts": 1e308,\n  "step"'),
     "attempts -1": good.replace('"step"', '"attempts": -1,\n  "step"'),
     "attempts 2.5": good.replace('"step"', '"attempts": 2.5,\n  "step"'),
+    null: "null",
+    number: "42",
+    "version 0": good.replace('"version": 1', '"version": 0'),
+    "version as text": good.replace('"version": 1', '"version": "1"'),
     "attempts 1001": good.replace('"step"', '"attempts": 1001,\n  "step"'),
     "second 60": good.replace(/"updatedAt": "[^"]+"/, '"updatedAt": "2026-11-30T10:00:60Z"'),
     "offset +24:00": good.replace(
@@ -156,6 +160,22 @@ Deno.test("load() accepts every field at its largest real value, and reads offse
   }
 });
 
+Deno.test("load() says what is wrong: not an object, a version it does not know", async () => {
+  const good = migrate.encodeJournal(sample());
+  const says = async (text: string) => {
+    const store = await tempStore();
+    await Deno.writeTextFile(store.path, text);
+    const err = await assertRejects(() => store.load());
+    return (err as Error).message;
+  };
+  for (const text of ["null", "[]", "42", '"text"']) {
+    assert((await says(text)).includes("not a JSON object"), text);
+  }
+  const v0 = await says(good.replace('"version": 1', '"version": 0'));
+  assert(v0.includes("unsupported version 0") && !v0.includes("newer"), v0);
+  assert((await says(good.replace('"version": 1', '"version": 2'))).includes("newer stratum"));
+});
+
 Deno.test("load() says a future version was written by a newer stratum", async () => {
   const store = await tempStore();
   await Deno.writeTextFile(
@@ -202,11 +222,11 @@ Deno.test("remove() also removes temp files a crashed save left", async () => {
 
 Deno.test("recorder keeps a step's attempt count when it records that step again, and drops it on a new step", async () => {
   const store = await tempStore();
-  const start = { ...sample(migrate.StepStoppingSource), attempts: 2 };
+  const start = { ...sample(migrate.StepStoppingSource), attempts: 1 };
   delete (start as { message?: string }).message;
   const rec = migrate.recorder(store, start);
   await rec(migrate.StepStoppingSource, { signal: new AbortController().signal });
-  assertEquals((await store.load()).attempts, 2);
+  assertEquals((await store.load()).attempts, 1);
   await rec(migrate.StepStartingTarget, { signal: new AbortController().signal });
   assertEquals((await store.load()).attempts, undefined);
   assertEquals(rec.current()?.attempts, undefined);

@@ -309,6 +309,45 @@ Deno.test("resume after a crash before ready rolls back as docs/migration.md's r
   }
 });
 
+Deno.test("runInPlace needs no targetRoot (only resume does), and a resume rejects a step it does not know", async () => {
+  const w = await newWorld();
+  const { targetRoot: _t, ...spec } = w.spec(undefined);
+  const r = await migrate.runInPlace(spec);
+  assert(!r.error, String(r.error));
+  assertEquals(r.target, { mode: "nspawn", slot: "b" });
+  const w2 = await newWorld();
+  const { record: _r, ...spec2 } = w2.spec(undefined);
+  const odd = await migrate.resumeInPlace(
+    { ...spec2, record: () => Promise.resolve() },
+    migrate.StepReprovisioning,
+  );
+  assertEquals(odd.rolledBack, false);
+  assert(migrate.is(odd.error, migrate.ErrInvalidSpec), String(odd.error));
+  assertEquals(w2.log, []);
+});
+
+Deno.test("resume at awaiting-ready records ready after WaitReady and before the source is cleaned up", async () => {
+  // docs/migration.md: start the target, WaitReady; ready → finish as step 9.
+  const table = await readStepTable();
+  const finishCalls = table.filter((r) => r.step === migrate.StepReady).flatMap((r) => r.calls);
+  const w = await newWorld();
+  w.reboot([{ call: "save:awaiting-ready", kind: "crash-after" }]);
+  assertEquals(await w.run(), "crashed");
+  w.reboot();
+  const before = w.log.length;
+  const o = ended(await w.resume());
+  assert(!o.error, String(o.error));
+  const log = w.log.slice(before);
+  const ready = log.indexOf("save:ready");
+  assert(
+    ready > log.indexOf("wait-ready") && log.indexOf("wait-ready") > log.indexOf("start-target"),
+    log.join(" "),
+  );
+  for (const c of finishCalls) {
+    assert(log.indexOf(c) > ready, `${c} ran before ready was recorded: ${log.join(" ")}`);
+  }
+});
+
 Deno.test("resumeInPlace over a terminal step does nothing and reports the node as the step says", async () => {
   const w = await newWorld();
   const { record: _r, ...spec } = w.spec(undefined);
@@ -655,6 +694,7 @@ Deno.test("each hook the seed requires, missing alone, is named and nothing happ
         : await migrate.runInPlace(spec as unknown as migrate.InPlaceSpec);
       assert(migrate.is(r.error, migrate.ErrInvalidSpec), String(r.error));
       assert(r.error!.message.includes(named), r.error!.message);
+      assertEquals(r.rolledBack, false, "nothing ran, so nothing was rolled back");
       assertEquals(w.log, []);
     });
   }

@@ -95,7 +95,7 @@ Deno.test("a bootstrap that fails twice then succeeds ends bootstrapped with att
   const w = await world({ failBootstrap: 2 });
   for (const n of [1, 2]) {
     const o = await w.run();
-    assert(o !== "killed" && o.error, `run ${n} should fail`);
+    assert(o !== "killed" && o.error && o.acted, `run ${n} should fail, having acted`);
     const j = await w.store.load();
     assertEquals([j.step, j.attempts], [migrate.StepBootstrapping, n]);
     assert(j.message?.includes("bootstrap failed"), j.message);
@@ -118,6 +118,38 @@ Deno.test("a bootstrap that always fails ends failed at the bound; further runs 
   assert(o !== "killed" && !o.acted);
   assertEquals(w.calls.length, before, "a run over a failed journal acted");
   assertEquals(await w.store.load(), j);
+});
+
+Deno.test("a handoff killed during its last attempt: the next run records failed without acting", async () => {
+  const w = await world({ failBootstrap: 2, killAt: "in-bootstrap" });
+  // Attempt 1 is killed in bootstrap (the kill comes first), attempts 2 and 3 fail.
+  assertEquals(await w.run(), "killed");
+  await w.run();
+  const third = await w.run();
+  assert(third !== "killed" && third.acted && third.error, "the third attempt failed");
+  const j = await w.store.load();
+  assertEquals([j.step, j.attempts], [migrate.StepFailed, 3]);
+  // A journal whose attempts are used up, not yet failed: recorded failed, nothing run.
+  await w.store.save({ ...j, step: migrate.StepBootstrapping, message: "killed" });
+  const before = w.calls.filter((c) => !c.startsWith("save:")).length;
+  const o = await w.run();
+  assert(o !== "killed" && o.acted && o.error);
+  assertEquals((await w.store.load()).step, migrate.StepFailed);
+  assertEquals(w.calls.filter((c) => !c.startsWith("save:")).length, before, "it acted");
+});
+
+Deno.test("a failing run whose message cannot be written still returns its error", async () => {
+  const w = await world({ failBootstrap: 99 });
+  const flaky = new (class extends migrate.JournalStore {
+    override save(j: migrate.Journal): Promise<migrate.Journal> {
+      return j.message ? Promise.reject(new Error("disk full")) : super.save(j);
+    }
+  })(w.store.path);
+  const o = await migrate.handoff(flaky, {
+    reset: () => Promise.resolve(),
+    bootstrap: () => Promise.reject(new Error("bootstrap failed")),
+  });
+  assert(o.acted && o.error?.message.includes("bootstrap failed"), String(o.error));
 });
 
 Deno.test("a reset that fails stays at reprovisioning and is retried by the next run", async () => {

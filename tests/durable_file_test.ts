@@ -7,7 +7,12 @@
 
 import $ from "dax";
 import { dirname, join } from "node:path";
-import { ensureDir, writeFileDurable } from "../lib/host/durable_file.ts";
+import {
+  ensureDir,
+  removeStaleTemps,
+  syncTree,
+  writeFileDurable,
+} from "../lib/host/durable_file.ts";
 import { assert, assertEquals, assertRejects } from "./support/assert.ts";
 import { parseTrace } from "./support/syscall_trace.ts";
 
@@ -122,5 +127,15 @@ Deno.test("durable writes and ensureDir leave no file descriptor open", async ()
     await ensureDir(join(dir, `d${i}/e`));
     await writeFileDurable(join(dir, `d${i}/e/f`), "x");
   }
+  await syncTree(dir);
   assertEquals(open(), before);
+});
+
+Deno.test("removeStaleTemps of a path whose directory does not exist is not an error", async () => {
+  const dir = await Deno.makeTempDir();
+  await removeStaleTemps(join(dir, "no/such/dir/migration.json"));
+  const stale = join(dir, ".j.json.tmp-1-abc");
+  await Deno.writeTextFile(stale, "x");
+  await removeStaleTemps(join(dir, "j.json"));
+  await assertRejects(() => Deno.stat(stale));
 });

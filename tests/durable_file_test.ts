@@ -40,13 +40,20 @@ async function traced(op: string, dir: string) {
 
 async function tree(): Promise<{ root: string; files: string[]; dirs: string[] }> {
   const root = await Deno.makeTempDir({ prefix: "stratum-tree-" });
-  const files = ["a.txt", "sub/b.txt", "sub/deeper/c.txt"].map((f) => join(root, f));
+  // More files than syncTree syncs at once (8), so every batch boundary is crossed.
+  const names = ["a.txt", "sub/b.txt", "sub/deeper/c.txt"];
+  for (let i = 0; i < 20; i++) names.push(`many/f${i}.txt`);
+  const files = names.map((f) => join(root, f));
   for (const f of files) {
     await Deno.mkdir(dirname(f), { recursive: true });
     await Deno.writeTextFile(f, f);
   }
   await Deno.symlink("a.txt", join(root, "link"));
-  return { root, files, dirs: [root, join(root, "sub"), join(root, "sub/deeper")] };
+  return {
+    root,
+    files,
+    dirs: [root, join(root, "sub"), join(root, "sub/deeper"), join(root, "many")],
+  };
 }
 
 Deno.test({

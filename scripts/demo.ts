@@ -7,6 +7,7 @@
 // Needs root and namespaces (the systemd sandbox) and kubectl.
 import { join } from "node:path";
 import { makeBundle } from "../tests/support/bundle.ts";
+import { makeSigningKey } from "../tests/support/tls.ts";
 import {
   defaultKubectl,
   noKubectl,
@@ -43,22 +44,7 @@ await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
 const bundle = await makeBundle(
   await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "demo-" }),
 );
-const key = join(bundle, "..", "demo-signing.pem");
-const pub = join(bundle, "..", "demo-trust.pem");
-for (
-  const args of [["genpkey", "-algorithm", "ed25519", "-out", key], [
-    "pkey",
-    "-in",
-    key,
-    "-pubout",
-    "-out",
-    pub,
-  ]]
-) {
-  if (!(await new Deno.Command("openssl", { args, stdout: "null" }).output()).success) {
-    throw new Error(`openssl ${args[0]} failed`);
-  }
-}
+const { key, pub } = await makeSigningKey(join(bundle, ".."), "demo");
 console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}`);
 {
   await using sb = await Sandbox.start();

@@ -11,7 +11,7 @@ import * as node from "../lib/node/mod.ts";
 import { assert, assertEquals, assertRejects } from "./support/assert.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { stratum } from "./support/cli.ts";
-import { noOpenssl } from "./support/tls.ts";
+import { makeSigningKey, noOpenssl } from "./support/tls.ts";
 
 const ignore = noOpenssl !== undefined;
 
@@ -32,10 +32,7 @@ async function openssl(args: string[], stdin?: Uint8Array): Promise<Deno.Command
 
 /** A key pair made by openssl, and its id computed the way the docs tell an operator to. */
 async function keyPair(dir: string, name: string) {
-  const priv = join(dir, `${name}.key.pem`);
-  const pub = join(dir, `${name}.pub.pem`);
-  assert((await openssl(["genpkey", "-algorithm", "ed25519", "-out", priv])).success);
-  assert((await openssl(["pkey", "-in", priv, "-pubout", "-out", pub])).success);
+  const { key: priv, pub } = await makeSigningKey(dir, name);
   const der = await openssl(["pkey", "-pubin", "-in", pub, "-outform", "DER"]);
   const sum = new Uint8Array(await crypto.subtle.digest("SHA-256", der.stdout));
   const id = [...sum.slice(0, 8)].map((b) => b.toString(16).padStart(2, "0")).join("");

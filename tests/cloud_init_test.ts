@@ -9,7 +9,7 @@ import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
 import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
-import { noOpenssl } from "./support/tls.ts";
+import { makeSigningKey, noOpenssl } from "./support/tls.ts";
 
 const example = join(repoRoot, "examples/cloud-init/user-data.yaml");
 const noCloudInit = (() => {
@@ -76,20 +76,7 @@ Deno.test({
     const cfg = await loadExample();
     await using n = await Node.fresh("nspawn");
     const tmp = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp") });
-    const key = join(tmp, "signing.pem");
-    const pub = join(tmp, "release.pem");
-    for (
-      const args of [["genpkey", "-algorithm", "ed25519", "-out", key], [
-        "pkey",
-        "-in",
-        key,
-        "-pubout",
-        "-out",
-        pub,
-      ]]
-    ) {
-      assert((await new Deno.Command("openssl", { args, stdout: "null" }).output()).success);
-    }
+    const { key, pub } = await makeSigningKey(tmp);
     const sign = await n.sb.exec([...stratumArgv(["bundle", "sign", n.bundle, "--key", key])], {
       env: stratumEnv(),
       cwd: repoRoot,

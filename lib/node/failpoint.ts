@@ -1,4 +1,4 @@
-import type * as migrate from "../migrate/mod.ts";
+import * as migrate from "../migrate/mod.ts";
 
 /**
  * A test aid, like etcd's gofail: `STRATUM_FAILPOINT` makes the Record hook
@@ -51,4 +51,29 @@ export function installFailpoint(
     kill();
     await new Promise(() => {}); // the kill is asynchronous; never go on
   };
+}
+
+/**
+ * The journal store a reprovision handoff writes through: with the
+ * `kill-after-record:STEP` failpoint it SIGKILLs the process right after it
+ * durably writes STEP (the handoff records through the store, not a Record
+ * hook); otherwise the plain store.
+ */
+export function handoffStore(
+  path: string,
+  failpoint: string | undefined,
+  kill: (() => void) | undefined,
+): migrate.JournalStore {
+  const at = /^kill-after-record:([a-z-]+)$/.exec(failpoint ?? "")?.[1];
+  if (!at || !kill) return new migrate.JournalStore(path);
+  return new (class extends migrate.JournalStore {
+    override async save(j: migrate.Journal): Promise<migrate.Journal> {
+      const saved = await super.save(j);
+      if (j.step === at) {
+        kill();
+        await new Promise(() => {}); // the kill is asynchronous; never go on
+      }
+      return saved;
+    }
+  })(path);
 }

@@ -37,7 +37,7 @@ export {
   installSteps,
 } from "./install.ts";
 export { plan, type PlannedStep } from "./plan.ts";
-export { installFailpoint, withFailpoint } from "./failpoint.ts";
+export { handoffStore, installFailpoint, withFailpoint } from "./failpoint.ts";
 export { type ReprovisionOptions, reprovisionSpec } from "./reprovision.ts";
 export {
   bootUnit,

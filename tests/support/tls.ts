@@ -43,3 +43,15 @@ export async function makeTestCA(dir: string): Promise<TestCA> {
     key: await Deno.readTextFile(p("server.key")),
   };
 }
+
+/** An Ed25519 key pair made by openssl, as an operator makes one: PEM private key and public key. */
+export async function makeSigningKey(
+  dir: string,
+  name = "signing",
+): Promise<{ key: string; pub: string }> {
+  const key = `${dir}/${name}.key.pem`;
+  const pub = `${dir}/${name}.pub.pem`;
+  await $`openssl genpkey -algorithm ed25519 -out ${key}`.quiet();
+  await $`openssl pkey -in ${key} -pubout -out ${pub}`.quiet();
+  return { key, pub };
+}

@@ -44,9 +44,8 @@ export async function resumeRecorded(o: {
   }
   if (j.strategy === migrate.StrategyReprovision) {
     o.log(`continuing the ${j.from} → ${j.to} reprovision recorded at step ${j.step}`);
-    const killAt = /^kill-after-record:([a-z-]+)$/.exec(o.failpoint ?? "")?.[1];
     const h = await migrate.handoff(
-      killAt && o.killSelf ? new KillingStore(paths.journal, killAt, o.killSelf) : store,
+      node.handoffStore(paths.journal, o.failpoint, o.killSelf),
       node.reprovisionSpec({
         paths,
         systemctl: o.systemctl,
@@ -82,19 +81,4 @@ export async function resumeRecorded(o: {
   });
   o.log(`resuming the ${j.from} → ${j.to} migration recorded at step ${j.step}`);
   return await migrate.resume(store, spec, { signal: o.signal });
-}
-
-/** A store that SIGKILLs the process right after it writes step `at` (the failpoint). */
-class KillingStore extends migrate.JournalStore {
-  constructor(path: string, readonly at: string, readonly kill: () => void) {
-    super(path);
-  }
-  override async save(j: migrate.Journal): Promise<migrate.Journal> {
-    const saved = await super.save(j);
-    if (j.step === this.at) {
-      this.kill();
-      await new Promise(() => {}); // the kill is asynchronous; never go on
-    }
-    return saved;
-  }
 }

@@ -2,11 +2,12 @@
 // `deno task demo`: the tool's two jobs on an embedded default, against the
 // local sandboxes. A real systemd boots in private namespaces, a node is
 // installed in host mode from a built-in, signed bundle (`stratum node install`), and `stratum migrate`
-// moves it to nspawn mode; then `stratum rollout restart` runs through the
+// moves it to nspawn mode, its data (a counter in its declared state
+// directory) kept; then `stratum rollout restart` runs through the
 // machine's kubectl against a simulated cluster where one rollout stalls.
 // Needs root and namespaces (the systemd sandbox) and kubectl.
 import { join } from "node:path";
-import { makeBundle } from "../tests/support/bundle.ts";
+import { makeBundle, stackState } from "../tests/support/bundle.ts";
 import { makeSigningKey } from "../tests/support/tls.ts";
 import {
   defaultKubectl,
@@ -71,6 +72,14 @@ console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}
   );
   if (installed.code !== 0) throw new Error("node install failed");
   await shown("stratum node status", () => stratum("node", "status"));
+  // The node's data: the stack counts its starts in its declared state
+  // directory, which stays where it is in both modes.
+  const data = () =>
+    shown(
+      `cat ${stackState}/starts-node   # the node's data (stack.json "state")`,
+      () => sb.exec(["cat", `${stackState}/starts-node`]),
+    );
+  await data();
   await shown("stratum migrate status", () => stratum("migrate", "status"));
   await shown(
     `stratum migrate plan --to nspawn --bundle ${bundle}`,
@@ -89,9 +98,16 @@ console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}
       stderr: "",
     };
   });
+  const after = await data();
+  console.log(
+    after.stdout.trim() === "2"
+      ? "the node's data survived the migration: the nspawn stack read the host stack's count and added its own start"
+      : "the node's data did NOT survive the migration",
+  );
   await shown("stratum migrate status", () => stratum("migrate", "status"));
   await shown("stratum migrate ack", () => stratum("migrate", "ack"));
 }
+await Deno.remove(bundle, { recursive: true }).catch(() => {});
 
 say("2. rollout: restart Stratum's workloads after a restore, one rollout stalls");
 if (noKubectl) {

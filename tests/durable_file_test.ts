@@ -133,7 +133,10 @@ Deno.test("durable writes and ensureDir leave no file descriptor open", async ()
   // descriptor of the process moves with timing. Deno wants --allow-all to
   // read /proc itself: ask ls for the links' targets.
   const openInDir = async () => {
-    const o = await new Deno.Command("ls", { args: ["-l", `/proc/${Deno.pid}/fd`], stdout: "piped" })
+    const o = await new Deno.Command("ls", {
+      args: ["-l", `/proc/${Deno.pid}/fd`],
+      stdout: "piped",
+    })
       .output();
     return new TextDecoder().decode(o.stdout).split("\n")
       .filter((l) => l.includes(` -> ${dir}/`) || l.endsWith(` -> ${dir}`));

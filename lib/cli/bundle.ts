@@ -113,9 +113,15 @@ export function bundleGroup() {
           let refused: string | undefined;
           for (const mode of modes) {
             try {
-              verified.push({ mode, ...(await bundle.verifyBundle(join(dir, mode), policy)) });
+              const v = await bundle.verifyBundle(join(dir, mode), policy);
+              // What the stack declares is checked too: a bad state entry or
+              // an unknown field refuses the bundle here, not on a node.
+              await isolation.readStack(join(dir, mode));
+              verified.push({ mode, ...v });
             } catch (err) {
-              if (!(err instanceof bundle.BundleError)) throw err;
+              if (!(err instanceof bundle.BundleError || err instanceof isolation.ErrBadStack)) {
+                throw err;
+              }
               refused = err.message;
               break;
             }

@@ -10,9 +10,13 @@ export interface HostPaths {
   readonly root: string;
   readonly journal: string;
   readonly nodeConfig: string;
+  /** The node's identity, which marks its state directories as its own (made by the first install). */
+  readonly identity: string;
   /** The source's node config, kept until the migration is over. */
   readonly nodeConfigSaved: string;
   readonly slotsDir: string;
+  /** A reprovision's `--wipe-state` request, tagged with its migration. */
+  readonly wipeRequest: string;
   readonly snapshotDir: string;
   readonly lock: string;
   readonly unitDir: string;
@@ -33,8 +37,10 @@ export function hostPaths(root = "/"): HostPaths {
     root,
     journal: at("/var/lib/stratum/migration.json"),
     nodeConfig: at("/etc/stratum/node.json"),
+    identity: at("/etc/stratum/identity.json"),
     nodeConfigSaved: at("/var/lib/stratum/node.source.json"),
     slotsDir: at("/var/lib/stratum/slots"),
+    wipeRequest: at("/var/lib/stratum/wipe-state.json"),
     snapshotDir: at("/var/lib/stratum/config-snapshot"),
     lock: at("/run/lock/stratum-migrate.lock"),
     unitDir: at("/etc/systemd/system"),

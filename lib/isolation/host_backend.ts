@@ -8,7 +8,7 @@ import {
   writeUnits,
 } from "./_units.ts";
 import type { CallOptions } from "./backend.ts";
-import { SlotBackend } from "./_slot_backend.ts";
+import { claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";
 import { expand, readStack } from "./stack.ts";
 
@@ -26,6 +26,7 @@ export class HostBackend extends SlotBackend {
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
     const stack = await readStack(slotDir);
+    await claimFor(paths, spec, stack);
     await writeHostFiles(paths, slotDir, stack);
     const units: Record<string, string> = {};
     const names = stack.services.map((s) => serviceUnit(spec.slot, s.name));

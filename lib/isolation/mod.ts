@@ -29,6 +29,19 @@ export { HostBackend } from "./host_backend.ts";
 export { NspawnBackend } from "./nspawn_backend.ts";
 export { backendFor } from "./backend_for.ts";
 export { ErrBadStack, expand, readStack, type Stack } from "./stack.ts";
+export {
+  checkState,
+  checkStateDir,
+  claimState,
+  ensureIdentity,
+  ErrState,
+  type NodeIdentity,
+  planState,
+  readIdentity,
+  stateListProblem,
+  stateMarkerName,
+  wipeState,
+} from "./state.ts";
 export { serviceUnit, targetUnit, unitsOf } from "./_units.ts";
 export { configFiles, snapshotFiles } from "./config_files.ts";
 export { firewallUnit, hostPackages, prepareHost, unprepareHost } from "./host_prep.ts";

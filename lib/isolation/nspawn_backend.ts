@@ -10,17 +10,22 @@ import {
   writeUnits,
 } from "./_units.ts";
 import type { CallOptions } from "./backend.ts";
-import { type BackendDeps, SlotBackend } from "./_slot_backend.ts";
+import { type BackendDeps, claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";
 import { expand, readStack } from "./stack.ts";
 
 /**
- * `nspawn` mode: the slot is the root of a systemd-nspawn machine run by
- * `stratum-<slot>-machine.service`, bound to the slot's target like a host
- * service. The machine gets the host's /usr read-only and a volatile overlay,
- * so the slot stays byte-for-byte what the bundle verified. It shares the
- * host's network namespace: the source must stop before the target starts,
- * which is the migration's step order.
+ * `nspawn` mode: each service of the slot's stack runs in its own
+ * systemd-nspawn machine, `stratum-<slot>-<service>.service`, rooted in the
+ * slot and bound to the slot's target like a host service (so a stack of
+ * several services starts, fails and stops as one, exactly as in host mode).
+ * No init runs inside: the machines are the services. Each gets the host's
+ * /usr read-only, a volatile overlay (so the slot stays byte-for-byte what
+ * the bundle verified and a stack's writes outside its state die with it),
+ * and the stack's state directories bound read-write at their own paths, so
+ * the node's data is the same in both modes. The machines share the host's
+ * network namespace: the source must stop before the target starts, which
+ * is the migration's step order.
  */
 export class NspawnBackend extends SlotBackend {
   readonly mode = "nspawn" as const;
@@ -35,8 +40,10 @@ export class NspawnBackend extends SlotBackend {
     const { paths, systemctl } = this.deps;
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
+    const stack = await readStack(slotDir);
     // The smallest root nspawn accepts: an empty usr/ (the host's is bound
-    // over it), the merged-/usr links, and the API mount points.
+    // over it), the merged-/usr links, and the API mount points (nspawn makes
+    // the state directories' mount points in its overlay).
     for (const d of ["usr", "etc", "proc", "sys", "dev", "run", "tmp", "var"]) {
       await ensureDir(join(slotDir, d));
     }
@@ -48,35 +55,32 @@ export class NspawnBackend extends SlotBackend {
     // The links and mount points must survive a power cut like the rest of
     // the slot (layOut synced what it copied, not what is made here).
     await syncTree(slotDir, { dirsOnly: true });
-    const stack = await readStack(slotDir);
-    if (stack.services.length !== 1) {
-      throw new Error(
-        `nspawn mode runs one payload per machine; stack.json lists ${stack.services.length}`,
-      );
-    }
+    await claimFor(paths, spec, stack);
     await writeHostFiles(paths, slotDir, stack);
-    const machine = serviceUnit(spec.slot, "machine");
-    const payload = expand(stack.services[0]!.exec, "", spec.node);
-    const argv = [
-      this.nspawn,
-      "--quiet",
-      "--register=no",
-      "--keep-unit",
-      "--notify-ready=yes",
-      "--kill-signal=SIGTERM",
-      `--machine=stratum-${spec.slot}`,
-      "-D",
-      slotDir,
-      "--bind-ro=/usr",
-      "--volatile=overlay",
-      "--",
-      ...payload,
-    ];
+    const names = stack.services.map((s) => serviceUnit(spec.slot, s.name));
     const units: Record<string, string> = {
-      [targetUnit(spec.slot)]: targetText(spec.slot, this.mode, [machine]),
-      [machine]: `# Written by stratum: slot ${spec.slot}, nspawn mode.
+      [targetUnit(spec.slot)]: targetText(spec.slot, this.mode, names),
+    };
+    for (const s of stack.services) {
+      const argv = [
+        this.nspawn,
+        "--quiet",
+        "--register=no",
+        "--keep-unit",
+        "--notify-ready=yes",
+        "--kill-signal=SIGTERM",
+        `--machine=stratum-${spec.slot}-${s.name}`,
+        "-D",
+        slotDir,
+        "--bind-ro=/usr",
+        ...stack.state.map((p) => `--bind=${paths.at(p)}:${p}`),
+        "--volatile=overlay",
+        "--",
+        ...expand(s.exec, "", spec.node),
+      ];
+      units[serviceUnit(spec.slot, s.name)] = `# Written by stratum: slot ${spec.slot}, nspawn mode.
 [Unit]
-Description=Stratum node machine, slot ${spec.slot} (nspawn mode)
+Description=Stratum ${s.name} machine, slot ${spec.slot} (nspawn mode)
 PartOf=${targetUnit(spec.slot)}
 
 [Service]
@@ -85,8 +89,8 @@ KillMode=mixed
 ExecStart=${argv.map(quoteExec).join(" ")}
 TimeoutStartSec=60
 TimeoutStopSec=30
-`,
-    };
+`;
+    }
     await writeUnits(paths, systemctl, spec.slot, units, opts);
     return { mode: this.mode, slot: spec.slot };
   }

@@ -36,4 +36,11 @@ export interface NodeSpec {
    * slot by prepare. Backends that need none may ignore it.
    */
   readonly bundleDir?: string;
+  /**
+   * State directories prepare may make (absent) or claim (empty, unmarked)
+   * as this node's: those no running stack uses, which the caller found with
+   * planState. Any other state directory must already be the node's marked
+   * data, or the stack will not start.
+   */
+  readonly claim?: readonly string[];
 }

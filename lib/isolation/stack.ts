@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { stateListProblem } from "./state.ts";
 
 /**
  * What a bundle's node stack runs, from its `stack.json`. In `exec`,
@@ -15,7 +16,17 @@ export interface Stack {
    * snapshots.
    */
   readonly hostFiles?: Readonly<Record<string, string>>;
+  /**
+   * Absolute host paths that hold the node's persistent data. They live
+   * outside the slots, are never copied or removed by a migration, and are
+   * used in place in host mode and bound read-write at the same path into an
+   * nspawn machine. Empty when the stack keeps nothing.
+   */
+  readonly state: readonly string[];
 }
+
+/** The fields a stack.json may have: any other is a typo that must not pass silently. */
+const stackFields = ["services", "health", "hostFiles", "state"];
 
 /** A bundle or slot whose stack.json cannot be used. */
 export class ErrBadStack extends Error {
@@ -31,6 +42,17 @@ export async function readStack(dir: string): Promise<Stack> {
   } catch (err) {
     throw new ErrBadStack(`Cannot read ${path}: ${err instanceof Error ? err.message : err}`);
   }
+  if (typeof o !== "object" || o === null || Array.isArray(o)) {
+    throw new ErrBadStack(`${path}: not a JSON object`);
+  }
+  const unknown = Object.keys(o).filter((k) => !stackFields.includes(k));
+  if (unknown.length > 0) {
+    throw new ErrBadStack(
+      `${path}: unknown field ${unknown.map((k) => JSON.stringify(k)).join(", ")} (known: ${
+        stackFields.join(", ")
+      })`,
+    );
+  }
   const services = o.services;
   if (
     !Array.isArray(services) || services.length === 0 ||
@@ -41,9 +63,24 @@ export async function readStack(dir: string): Promise<Stack> {
   ) {
     throw new ErrBadStack(`${path}: "services" must list {name, exec[]} with lowercase names`);
   }
+  for (const [i, svc] of services.entries()) {
+    const extra = Object.keys(svc).filter((k) => k !== "name" && k !== "exec");
+    if (extra.length > 0) {
+      throw new ErrBadStack(
+        `${path}: services[${i}] has unknown field ${JSON.stringify(extra[0])}`,
+      );
+    }
+    if (services.findIndex((t) => t.name === svc.name) !== i) {
+      throw new ErrBadStack(`${path}: service name ${JSON.stringify(svc.name)} is listed twice`);
+    }
+  }
   const health = o.health as { url?: unknown } | undefined;
   if (typeof health?.url !== "string" || !/^http:\/\//.test(health.url)) {
     throw new ErrBadStack(`${path}: "health.url" must be an http:// URL`);
+  }
+  const healthExtra = Object.keys(health).filter((k) => k !== "url");
+  if (healthExtra.length > 0) {
+    throw new ErrBadStack(`${path}: health has unknown field ${JSON.stringify(healthExtra[0])}`);
   }
   const hostFiles = o.hostFiles as Record<string, unknown> | undefined;
   if (
@@ -54,8 +91,12 @@ export async function readStack(dir: string): Promise<Stack> {
   ) {
     throw new ErrBadStack(`${path}: "hostFiles" maps absolute host paths to files in the slot`);
   }
+  const state = o.state ?? [];
+  const problem = stateListProblem(state);
+  if (problem) throw new ErrBadStack(`${path}: ${problem}`);
   return {
     services: services.map((s) => ({ name: s.name, exec: s.exec })),
+    state: state as string[],
     health: { url: health.url },
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
   };

@@ -91,6 +91,10 @@ export async function install(o: InstallOptions): Promise<Installed> {
   const policy = await bundlePolicy(paths, o.requireSignature === true);
   const verified = await bundle.verifyBundle(src, policy);
   const digest = (await bundleDigest(src))!;
+  // Bad state entries, or a state directory that holds another node's or
+  // unmarked data, are refused here, before anything changes.
+  const stack = await isolation.readStack(src);
+  const state = await isolation.planState(paths, stack.state, await isolation.readIdentity(paths));
   const base = {
     mode: o.mode,
     bundleDigest: digest,
@@ -137,7 +141,12 @@ export async function install(o: InstallOptions): Promise<Installed> {
   }
   await after("bundle-installed");
   log(`slot a: building the ${o.mode} stack`);
-  await backend.prepare({ slot: "a", node: o.node, bundleDir: paths.bundle(o.mode) }, { signal });
+  await backend.prepare({
+    slot: "a",
+    node: o.node,
+    bundleDir: paths.bundle(o.mode),
+    claim: state.filter((p) => p.action !== "ok").map((p) => p.path),
+  }, { signal });
   await after("prepared");
   log(`slot a: starting ${isolation.targetUnit("a")}`);
   await backend.start(ref, { signal });
@@ -194,10 +203,12 @@ export async function installNode(
     await bundlePolicy(o.paths),
   );
   const backend = isolation.backendFor(o.mode, deps);
+  const stack = await isolation.readStack(o.paths.bundle(o.mode));
   const ref = await backend.prepare({
     slot: o.slot,
     node: o.node,
     bundleDir: o.paths.bundle(o.mode),
+    claim: stack.state,
   });
   await backend.start(ref);
   await isolation.writeNodeConfig(o.paths.nodeConfig, { mode: o.mode, slot: o.slot, node: o.node });

@@ -39,6 +39,7 @@ export {
 export { plan, type PlannedStep } from "./plan.ts";
 export { handoffStore, installFailpoint, withFailpoint } from "./failpoint.ts";
 export { type ReprovisionOptions, reprovisionSpec } from "./reprovision.ts";
+export { dropWipeRequest, requestWipe, wipeRequested } from "./wipe_state.ts";
 export {
   bootUnit,
   bootUnitText,

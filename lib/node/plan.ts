@@ -29,7 +29,7 @@ export function plan(o: {
       step: "(preflight)",
       does: `check: modes differ, ${
         to === "nspawn" ? "systemd-nspawn installed, " : ""
-      }bundle verifies, slot ${b} free, disk space`,
+      }bundle verifies, slot ${b} free, disk space, the target's state directories are the node's marked data (or new to it)`,
       changes: "nothing",
       undo: "-",
     },
@@ -57,8 +57,9 @@ export function plan(o: {
     },
     {
       step: "starting-target",
-      does: `start ${tb}`,
-      changes: `the ${to} stack runs`,
+      does: `check the state directories are the node's marked data, then start ${tb}`,
+      changes:
+        `the ${to} stack runs on the node's data (state directories are never copied or removed)`,
       undo: `destroy slot ${b}`,
     },
     {

@@ -48,6 +48,8 @@ export async function preflight(
   freeBytes: number;
   keyId?: string;
   warnings: readonly string[];
+  /** The target's state directories and what happens to each before it starts. */
+  state: readonly StatePlan[];
 }> {
   const { paths, from, to } = input;
   if (from === to) throw new ErrPreflight(`The node already runs in ${to} mode`);
@@ -68,6 +70,7 @@ export async function preflight(
   } catch (err) {
     throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
   }
+  const state = await planTargetState(input);
   const target = isolation.otherSlot(input.sourceSlot);
   const units = await isolation.unitsOf(paths, target);
   const slotDir = paths.slot(target);
@@ -91,7 +94,50 @@ export async function preflight(
     freeBytes,
     ...(verified.keyId ? { keyId: verified.keyId } : {}),
     warnings: verified.warnings,
+    state,
   };
+}
+
+/** What happens to one state directory of the target before it starts. */
+export interface StatePlan {
+  readonly path: string;
+  /** `keep`: the node's marked data, used as it is; `create`/`claim-empty`: new, made and marked at prepare. */
+  readonly action: "keep" | "create" | "claim-empty";
+}
+
+/**
+ * The target's state directories: each must be the node's marked data, or
+ * new to the target (absent, or an empty directory) and declared by no stack
+ * that runs now. A directory the source declares but that is missing, empty
+ * or foreign is refused: the target would start without the node's data.
+ */
+async function planTargetState(input: PreflightInput): Promise<StatePlan[]> {
+  const { paths } = input;
+  try {
+    const stack = await isolation.readStack(input.bundleModeDir);
+    const source = await isolation.readStack(paths.slot(input.sourceSlot)).then(
+      (s) => s.state,
+      () => [] as readonly string[],
+    );
+    const identity = await isolation.readIdentity(paths);
+    const planned = await isolation.planState(paths, stack.state, identity);
+    return planned.map(({ path, action }) => {
+      if (action !== "ok" && source.includes(path)) {
+        throw new isolation.ErrState(
+          path,
+          `State directory ${path}, which the running stack uses, is ${
+            action === "create" ? "missing" : "empty and unmarked"
+          }: the target would start without the node's data`,
+        );
+      }
+      return { path, action: action === "ok" ? "keep" : action };
+    });
+  } catch (err) {
+    if (err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState) {
+      throw new ErrPreflight(err.message, { cause: err });
+    }
+    throw err;
+  }
 }
 
 /** Bytes available to root on the file system holding `path` (or its nearest existing parent). */

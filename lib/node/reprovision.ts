@@ -3,6 +3,7 @@ import * as isolation from "../isolation/mod.ts";
 import type * as migrate from "../migrate/mod.ts";
 import type { SelfCommand } from "./boot_unit.ts";
 import { install } from "./install.ts";
+import { wipeRequested } from "./wipe_state.ts";
 
 /** What a reprovision of this node needs. */
 export interface ReprovisionOptions {
@@ -12,12 +13,15 @@ export interface ReprovisionOptions {
   readonly to: isolation.Mode;
   readonly self: SelfCommand;
   readonly waitReadyMs: number;
+  /** The migration's identity (its journal's startedAt, RFC 3339): a `--wipe-state` request must carry it. */
+  readonly migrationId: string;
   readonly log?: (line: string) => void;
 }
 
 /**
  * The reprovision hooks wired to this node. reset stops and destroys both
- * slots, removes what the source left on the network and in the host
+ * slots, wipes the state directories only when this reprovision recorded a
+ * `--wipe-state` request (the node's data is kept otherwise), removes what the source left on the network and in the host
  * preparation, and moves node.json aside (node.source.json keeps the node's
  * name for the bootstrap; `ack` removes it). bootstrap is `node install` in
  * the target mode from the bundle the run downloaded. Both are idempotent.
@@ -33,6 +37,11 @@ export function reprovisionSpec(o: ReprovisionOptions): migrate.ReprovisionSpec 
           { mode: o.from, slot },
           { signal },
         );
+      }
+      // The node's data is kept unless this reprovision asked for --wipe-state.
+      const wiped = await wipeRequested(paths, o.migrationId);
+      if (wiped.length > 0) {
+        log(`reset: wiped the node's state (--wipe-state): ${wiped.join(", ")}`);
       }
       const r = await host.cleanupNetwork({ root: paths.root, signal });
       log(`reset: network cleaned (${r.links.length} links, ${r.chains.length} chains)`);

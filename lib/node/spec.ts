@@ -56,11 +56,14 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
     files: isolation.snapshotFiles(),
     owner: o.migrationId,
   });
+  // The state directories new to the target, which its prepare may make:
+  // filled by preflight, which checked that no running stack uses them.
+  const claim: string[] = [];
   return {
     source: isolation.backendFor(o.from, deps),
     sourceRoot: { mode: o.from, slot: o.sourceSlot },
     target: isolation.backendFor(o.to, deps),
-    targetSpec: { slot: target, node: o.node, bundleDir: installed },
+    targetSpec: { slot: target, node: o.node, bundleDir: installed, claim },
     targetRoot,
     preflight: async () => {
       const r = await preflight({
@@ -72,6 +75,12 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
         ...(o.requireSignature ? { requireSignature: true } : {}),
       });
       for (const w of r.warnings) log(`warning: ${w}`);
+      claim.splice(
+        0,
+        claim.length,
+        ...r.state.filter((p) => p.action !== "keep").map((p) => p.path),
+      );
+      for (const p of r.state) log(`preflight: state ${p.path}: ${p.action}`);
       if (r.keyId) log(`preflight: bundle signed by trusted key ${r.keyId}`);
     },
     download: async () => {

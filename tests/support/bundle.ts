@@ -1,8 +1,11 @@
 // Builds node-stack bundles for tests and the demo: one directory per mode
 // with a stack.json, a small Python stack (a long-running process that tells
-// systemd it is ready and answers /healthz), a host config file it writes,
-// and the SHA256SUMS manifest (written by lib/bundle, as `stratum bundle make` does). Python 3 from the host's /usr runs it in both
-// modes (nspawn binds /usr read-only into the machine).
+// systemd it is ready and answers /healthz, and counts its starts in a file
+// under the node's declared state directory), a host config file it writes,
+// and the SHA256SUMS manifest (written by lib/bundle, as `stratum bundle
+// make` does). Python 3 from the host's /usr runs it in both modes (nspawn
+// binds /usr read-only into the machine). makeEtcdBundle builds the real
+// stateful stack: Debian's etcd on a declared data directory.
 
 import { dirname, join } from "node:path";
 import * as bundle from "../../lib/bundle/mod.ts";
@@ -12,6 +15,9 @@ import type { Mode } from "../../lib/isolation/mod.ts";
 export type Behavior = "ok" | "fail-start" | "unhealthy";
 
 export const stackPort = 18080;
+
+/** The test stack's state directory: its start counter lives there, as a node's data does. */
+export const stackState = "/var/lib/stratum-test-node";
 
 const stackPy = `import http.server, os, signal, socket, sys, threading
 
@@ -23,8 +29,36 @@ if behavior == "fail-start":
     print("stack: refusing to start (behavior=fail-start)", file=sys.stderr)
     sys.exit(3)
 
+# The node's data: a start counter in the state directory, written durably.
+state = opts.get("state")
+counter = opts.get("counter", "starts")
+starts = 0
+if state:
+    try:
+        with open(os.path.join(state, counter)) as f:
+            starts = int(f.read())
+    except FileNotFoundError:
+        pass
+    starts += 1
+    tmp = os.path.join(state, counter + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(str(starts))
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, os.path.join(state, counter))
+    d = os.open(state, os.O_RDONLY)
+    os.fsync(d)
+    os.close(d)
+
 class Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path == "/starts":
+            body = ("%d\\n" % starts).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         ok = self.path == "/healthz" and behavior != "unhealthy"
         body = ("ok %s\\n" % label if ok else "not ready\\n").encode()
         self.send_response(200 if ok else 503)
@@ -52,40 +86,96 @@ sys.exit(0)
 /** Writes `<dir>/<mode>/` for each mode; returns `dir`. */
 export async function makeBundle(
   dir: string,
-  opts: { behavior?: Partial<Record<Mode, Behavior>>; port?: number } = {},
+  opts: {
+    behavior?: Partial<Record<Mode, Behavior>>;
+    port?: number;
+    /** A second service (its own process, port + 1), as a node stack of several services. */
+    twoServices?: boolean;
+    /** Declare no state directory (a stateless stack). */
+    stateless?: boolean;
+  } = {},
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
-    const m = join(dir, mode);
     const behavior = opts.behavior?.[mode] ?? "ok";
     const port = opts.port ?? stackPort;
-    const files: Record<string, string> = {
+    const service = (name: string, p: number) => ({
+      name,
+      exec: [
+        "/usr/bin/python3",
+        "${SLOT}/stack/stack.py",
+        `--port=${p}`,
+        "--name=${NODE}",
+        `--mode=${mode}`,
+        `--behavior=${behavior}`,
+        ...(opts.stateless ? [] : [`--state=${stackState}`, `--counter=starts-${name}`]),
+      ],
+    });
+    await writeMode(join(dir, mode), {
       "stack/stack.py": stackPy,
       "host-files/90-stratum.conf": `# stratum ${mode} mode\nnet.ipv4.ip_forward = 1\n`,
       "stack.json": JSON.stringify(
         {
-          services: [{
-            name: "node",
-            exec: [
-              "/usr/bin/python3",
-              "${SLOT}/stack/stack.py",
-              `--port=${port}`,
-              "--name=${NODE}",
-              `--mode=${mode}`,
-              `--behavior=${behavior}`,
-            ],
-          }],
+          services: [
+            service("node", port),
+            ...(opts.twoServices ? [service("aux", port + 1)] : []),
+          ],
           health: { url: `http://127.0.0.1:${port}/healthz` },
           hostFiles: { "/etc/sysctl.d/90-stratum.conf": "host-files/90-stratum.conf" },
+          ...(opts.stateless ? {} : { state: [stackState] }),
         },
         null,
         2,
       ) + "\n",
-    };
-    for (const [f, text] of Object.entries(files)) {
-      await Deno.mkdir(dirname(join(m, f)), { recursive: true });
-      await Deno.writeTextFile(join(m, f), text);
-    }
-    await bundle.makeManifest(m);
+    });
   }
   return dir;
+}
+
+/** etcd's data directory in the etcd bundle: the node's state. */
+export const etcdData = "/var/lib/etcd-node";
+/** etcd's client URL in the etcd bundle (loopback of the node's network namespace). */
+export const etcdUrl = "http://127.0.0.1:2379";
+
+/**
+ * Writes a bundle whose stack is Debian's etcd (`/usr/bin/etcd`, package
+ * etcd-server), a single member on loopback with its data in {@linkcode
+ * etcdData}, for both modes; returns `dir`. etcd tells systemd when it
+ * serves (sd_notify), so the units' Type=notify holds for it.
+ */
+export async function makeEtcdBundle(dir: string): Promise<string> {
+  for (const mode of ["host", "nspawn"] as const) {
+    await writeMode(join(dir, mode), {
+      "stack.json": JSON.stringify(
+        {
+          services: [{
+            name: "etcd",
+            exec: [
+              "/usr/bin/etcd",
+              "--name=${NODE}",
+              `--data-dir=${etcdData}`,
+              `--listen-client-urls=${etcdUrl}`,
+              `--advertise-client-urls=${etcdUrl}`,
+              "--listen-peer-urls=http://127.0.0.1:2380",
+              "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+              "--initial-cluster=${NODE}=http://127.0.0.1:2380",
+              "--log-level=warn",
+            ],
+          }],
+          health: { url: `${etcdUrl}/health` },
+          state: [etcdData],
+        },
+        null,
+        2,
+      ) + "\n",
+    });
+  }
+  return dir;
+}
+
+async function writeMode(m: string, files: Record<string, string>): Promise<void> {
+  for (const [f, text] of Object.entries(files)) {
+    await Deno.mkdir(dirname(join(m, f)), { recursive: true });
+    await Deno.writeTextFile(join(m, f), text);
+  }
+  await bundle.makeManifest(m);
 }

@@ -12,20 +12,33 @@
 
 import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
-import { type Behavior, makeBundle } from "./bundle.ts";
+import { type Behavior, etcdUrl, makeBundle, makeEtcdBundle } from "./bundle.ts";
 import { stratumArgv, stratumEnv } from "./stratum_bin.ts";
 import { repoRoot, Sandbox } from "./sandbox.ts";
 
 export type Mode = "host" | "nspawn";
 
-/** Exits 0 once the test stack's health endpoint answers 200 (python3 is in every sandbox). */
-const healthProbe =
-  "import urllib.request,sys;urllib.request.urlopen('http://127.0.0.1:18080/healthz',timeout=1)";
+/** Which stack a test node runs: the small test stack, or Debian's etcd (the stateful one). */
+export type StackKind = "test" | "etcd";
+
+/** The health URL of each stack. */
+export const healthUrls: Record<StackKind, string> = {
+  test: "http://127.0.0.1:18080/healthz",
+  etcd: `${etcdUrl}/health`,
+};
+
+/** Exits 0 once a stack's health endpoint answers 200 (python3 is in every sandbox). */
+const healthProbe = (url: string) =>
+  `import urllib.request,sys;urllib.request.urlopen('${url}',timeout=1)`;
 
 /** A fresh test bundle under the checkout (the sandbox sees the checkout, not the host's /tmp). */
-export async function bundle(behavior?: Partial<Record<Mode, Behavior>>): Promise<string> {
+export async function bundle(
+  behavior?: Partial<Record<Mode, Behavior>>,
+  stack: StackKind = "test",
+): Promise<string> {
   await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+  if (stack === "etcd") return await makeEtcdBundle(dir);
   return await makeBundle(dir, behavior ? { behavior } : {});
 }
 
@@ -37,6 +50,7 @@ export class Node implements AsyncDisposable {
     readonly to: Mode,
     /** Where /etc and /var live across power cuts; undefined: in memory. */
     readonly stateDir: string | undefined,
+    readonly stack: StackKind = "test",
   ) {}
 
   /**
@@ -47,7 +61,7 @@ export class Node implements AsyncDisposable {
   static async boot(
     from: Mode,
     behavior?: Partial<Record<Mode, Behavior>>,
-    opts: { persistent?: boolean } = {},
+    opts: { persistent?: boolean; stack?: StackKind } = {},
   ): Promise<Node> {
     let state: string | undefined;
     if (opts.persistent) {
@@ -55,7 +69,7 @@ export class Node implements AsyncDisposable {
       state = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "state-" });
     }
     const sb = await Sandbox.start(state ? { state } : {});
-    const b = await bundle(behavior);
+    const b = await bundle(behavior, opts.stack);
     // Installed as an operator installs it: `stratum node install`.
     const r = await sb.exec(
       stratumArgv(["node", "install", "--mode", from, "--bundle", b, "--node", "node-1"]),
@@ -63,9 +77,11 @@ export class Node implements AsyncDisposable {
     );
     if (r.code !== 0) {
       await sb[Symbol.asyncDispose]();
+      await Deno.remove(b, { recursive: true }).catch(() => {});
+      if (state) await Deno.remove(state, { recursive: true }).catch(() => {});
       throw new Error(`install failed: ${r.stderr}`);
     }
-    return new Node(sb, b, from, from === "host" ? "nspawn" : "host", state);
+    return new Node(sb, b, from, from === "host" ? "nspawn" : "host", state, opts.stack);
   }
 
   /**
@@ -74,7 +90,7 @@ export class Node implements AsyncDisposable {
    */
   static async fresh(
     from: Mode,
-    opts: { persistent?: boolean } = {},
+    opts: { persistent?: boolean; stack?: StackKind } = {},
   ): Promise<Node> {
     let state: string | undefined;
     if (opts.persistent) {
@@ -82,7 +98,8 @@ export class Node implements AsyncDisposable {
       state = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "state-" });
     }
     const sb = await Sandbox.start(state ? { state } : {});
-    return new Node(sb, await bundle(), from, from === "host" ? "nspawn" : "host", state);
+    const b = await bundle(undefined, opts.stack);
+    return new Node(sb, b, from, from === "host" ? "nspawn" : "host", state, opts.stack);
   }
 
   /** Every process dies at once; /etc and /var stay as they were on disk. */
@@ -102,7 +119,7 @@ export class Node implements AsyncDisposable {
     this.sb = await Sandbox.start({ state: this.stateDir, unit: "multi-user.target" });
     const bootedMs = performance.now() - t0;
     for (;;) {
-      const r = await this.sb.exec(["python3", "-c", healthProbe]);
+      const r = await this.sb.exec(["python3", "-c", healthProbe(healthUrls[this.stack])]);
       if (r.code === 0) return { bootedMs, healthyMs: performance.now() - t0 };
       if (performance.now() - t0 > limitMs) return { bootedMs, healthyMs: undefined };
       await new Promise((r) => setTimeout(r, 50));
@@ -123,7 +140,9 @@ export class Node implements AsyncDisposable {
 
   /** The node's state as tests/support/sandbox/inspect.ts reports it. */
   async state(): Promise<any> {
-    const r = await this.sb.deno(["run", "-A", "tests/support/sandbox/inspect.ts"]);
+    const r = await this.sb.deno(["run", "-A", "tests/support/sandbox/inspect.ts"], {
+      HEALTH_URL: healthUrls[this.stack],
+    });
     assertEquals(r.code, 0, r.stderr);
     return JSON.parse(r.stdout);
   }
@@ -140,12 +159,12 @@ export class Node implements AsyncDisposable {
     );
     if (step === "complete") {
       assertEquals(s.active, { a: false, b: true }, label);
-      assertEquals(s.health, `200 ok ${this.to} node-1`, label);
+      assertEquals(s.health, this.#healthy(this.to), label);
       assertEquals([s.units.a, s.slots.a], [[], false], `${label}: the source is gone`);
       assertEquals([s.node.mode, s.node.slot], [this.to, "b"], label);
     } else if (step === "rolled-back") {
       assertEquals(s.active, { a: true, b: false }, label);
-      assertEquals(s.health, `200 ok ${this.from} node-1`, label);
+      assertEquals(s.health, this.#healthy(this.from), label);
       assertEquals([s.units.b, s.slots.b], [[], false], `${label}: the target is gone`);
       assertEquals([s.node.mode, s.node.slot], [this.from, "a"], label);
     } else {
@@ -154,8 +173,14 @@ export class Node implements AsyncDisposable {
     return step;
   }
 
+  /** What inspect.ts reads from a healthy stack's endpoint (etcd's does not name the mode). */
+  #healthy(mode: Mode): string {
+    return this.stack === "etcd" ? '200 {"health":"true"}' : `200 ok ${mode} node-1`;
+  }
+
   async [Symbol.asyncDispose]() {
     await this.sb[Symbol.asyncDispose]();
     if (this.stateDir) await Deno.remove(this.stateDir, { recursive: true }).catch(() => {});
+    await Deno.remove(this.bundle, { recursive: true }).catch(() => {});
   }
 }

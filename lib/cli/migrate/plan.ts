@@ -115,6 +115,13 @@ export function planCommand(group: Command, ctx: Context, _deps: MigrateDeps): v
               : `Preflight passed: bundle of ${checked!.bundleFiles} files verified${
                 checked!.keyId ? `, signed by trusted key ${checked!.keyId}` : ""
               }, ${Math.round(checked!.freeBytes / 1048576)} MiB free. Nothing was changed.`,
+            ...(checked?.state ?? []).map((p) =>
+              `state ${p.path}: ${
+                p.action === "keep"
+                  ? "the node's data, used in place (never copied or removed)"
+                  : "new to the target: made and marked at prepare"
+              }`
+            ),
             ...(checked?.warnings ?? []).map((w) => `warning: ${w}`),
           ],
         );

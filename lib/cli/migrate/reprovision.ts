@@ -7,7 +7,7 @@ import * as bundle from "../../bundle/mod.ts";
 import * as exec from "../../exec/mod.ts";
 import { messageOf } from "../../errors/mod.ts";
 import type * as host from "../../host/mod.ts";
-import type * as isolation from "../../isolation/mod.ts";
+import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { ExitOK, ExitUsage } from "../exit.ts";
@@ -26,6 +26,8 @@ export interface ReprovisionRun {
   readonly to: isolation.Mode;
   readonly bundle?: string | undefined;
   readonly requireSignature: boolean;
+  /** Wipe the node's state directories in the reset (`--wipe-state`). */
+  readonly wipeState: boolean;
   readonly waitReadyMs: number;
   readonly self: node.SelfCommand;
   /** STRATUM_FAILPOINT, passed on to the handoff (a test aid). */
@@ -72,6 +74,21 @@ export async function runReprovision(o: ReprovisionRun): Promise<number> {
   } catch (err) {
     return refuse(messageOf(err));
   }
+  const startedAt = new Date();
+  if (o.wipeState) {
+    // What the source and the target keep: the reset wipes it, before the
+    // bootstrap makes it anew, empty and marked.
+    const source = await isolation.readStack(paths.slot(o.current.slot)).then(
+      (s) => s.state,
+      () => [],
+    );
+    const target = await isolation.readStack(paths.bundle(o.to)).then((s) => s.state, () => []);
+    const state = [...new Set([...source, ...target])];
+    out.log(
+      `wipe-state: the reset will remove ${state.join(", ") || "nothing (no state declared)"}`,
+    );
+    await node.requestWipe(paths, startedAt.toISOString(), state);
+  }
   const store = new migrate.JournalStore(paths.journal);
   const journal = await store.save({
     version: migrate.JournalVersion,
@@ -79,8 +96,11 @@ export async function runReprovision(o: ReprovisionRun): Promise<number> {
     from: o.current.mode,
     to: o.to,
     step: migrate.StepReprovisioning,
-    startedAt: new Date(),
-    updatedAt: new Date(),
+    startedAt,
+    updatedAt: startedAt,
+  }).catch(async (err) => {
+    await node.dropWipeRequest(paths).catch(() => {});
+    throw err;
   });
   // A power cut from here on is finished by the boot path.
   if (await node.installBootUnit(paths, o.self) && paths.root === "/") {
@@ -108,6 +128,7 @@ export async function runReprovision(o: ReprovisionRun): Promise<number> {
   if (r instanceof Error || r.code !== 0) {
     // Nothing was reset: the journal must not make the next boot do it.
     await store.remove();
+    await node.dropWipeRequest(paths);
     return refuse(
       `cannot start the handoff unit ${handoffUnit}: ${
         r instanceof Error ? r.message : r.stderr.trim() || `exit code ${r.code}`

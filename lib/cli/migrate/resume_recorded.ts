@@ -53,6 +53,7 @@ export async function resumeRecorded(o: {
         to: j.to,
         self: o.self,
         waitReadyMs: o.waitReadyMs,
+        migrationId: j.startedAt.toISOString(),
         log: o.log,
       }),
       { signal: o.signal },

@@ -40,6 +40,11 @@ export function runCommand(group: Command, ctx: Context, deps: MigrateDeps): voi
       "--require-signature",
       "refuse an unsigned bundle even when no key is trusted (/etc/stratum/trust/*.pem)",
     )
+    .option(
+      "--wipe-state",
+      "reprovision only: remove the node's state directories (etcd, kubelet, ...) in the reset, " +
+        "so the node starts with empty data; without it a reprovision keeps them",
+    )
     .addOption(waitLockOption())
     .addOption(
       new Option("--wait-ready <duration>", "how long the target may take to become healthy")
@@ -51,6 +56,7 @@ export function runCommand(group: Command, ctx: Context, deps: MigrateDeps): voi
         strategy: string;
         bundle?: string;
         requireSignature?: boolean;
+        wipeState?: boolean;
         waitLock: string;
         waitReady: string;
       },
@@ -60,6 +66,11 @@ export function runCommand(group: Command, ctx: Context, deps: MigrateDeps): voi
       const strategy = checkStrategy(opts.strategy);
       const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
       const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
+      if (opts.wipeState && strategy !== migrate.StrategyReprovision) {
+        throw new UsageError(
+          "--wipe-state goes with --strategy reprovision: an in-place migration never removes the node's data",
+        );
+      }
       if (opts.bundle !== undefined && !(await isDir(opts.bundle))) {
         throw new UsageError(`--bundle ${opts.bundle} is not a directory`);
       }
@@ -89,6 +100,7 @@ export function runCommand(group: Command, ctx: Context, deps: MigrateDeps): voi
               to,
               bundle: opts.bundle,
               requireSignature: opts.requireSignature === true,
+              wipeState: opts.wipeState === true,
               waitReadyMs,
               self: deps.selfCommand,
               failpoint: deps.failpoint,

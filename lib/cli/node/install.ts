@@ -113,7 +113,10 @@ export function installCommand(group: Command, ctx: Context, deps: NodeDeps): vo
               ...afterStep(deps),
             });
           } catch (err) {
-            if (err instanceof bundle.BundleError || err instanceof node.ErrInstalledOtherwise) {
+            if (
+              err instanceof bundle.BundleError || err instanceof node.ErrInstalledOtherwise ||
+              err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState
+            ) {
               return refuse(err.message);
             }
             const reason = deps.interrupted.aborted ? deps.interrupted.reason : undefined;

@@ -1,6 +1,6 @@
 // The test stack's health endpoint, as the sandbox drivers read it.
 
-export const healthUrl = "http://127.0.0.1:18080/healthz";
+export const healthUrl = Deno.env.get("HEALTH_URL") ?? "http://127.0.0.1:18080/healthz";
 
 /** "STATUS BODY" of the health endpoint, or "refused" when nothing answers. */
 export async function health(): Promise<string> {

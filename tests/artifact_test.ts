@@ -127,6 +127,49 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "a cache a power cut left with empty or short files is unpacked again, never run; a damaged file exits 1",
+  ignore: why !== undefined || Deno.uid() !== 0,
+  async fn() {
+    // A real power cut during or right after the first unpack left deno,
+    // stratum.js and BUILD at 0 bytes, and every command exited 0 doing
+    // nothing. Each damaged cache here must still run the real command.
+    const cache = await Deno.makeTempDir({ prefix: "stratum-cache-" });
+    const good = await bare(["--version"], { STRATUM_CACHE: cache });
+    assertEquals(good.code, 0, good.stderr);
+    const [dir] = [...Deno.readDirSync(cache)].filter((e) => !e.name.startsWith("."));
+    const unpacked = join(cache, dir!.name);
+    for (
+      const [what, damage] of [
+        ["deno emptied", () => Deno.truncate(join(unpacked, "deno"), 0)],
+        ["stratum.js emptied", () => Deno.truncate(join(unpacked, "stratum.js"), 0)],
+        ["stratum.js cut short", () => Deno.truncate(join(unpacked, "stratum.js"), 1000)],
+      ] as const
+    ) {
+      await damage();
+      const r = await bare(["--version"], { STRATUM_CACHE: cache });
+      assertEquals([r.code, r.stdout], [0, good.stdout], `${what}: ${r.stderr}`);
+      assert(r.stderr.includes("unpacking it again"), `${what}: says so: ${r.stderr}`);
+    }
+    // A damaged artifact (one byte of its payload changed) refuses to run.
+    const copy = join(cache, "stratum-damaged");
+    const bytes = await Deno.readFile(stratumBin!);
+    bytes[bytes.length - 5000] = bytes[bytes.length - 5000]! ^ 0xff;
+    await Deno.writeFile(copy, bytes, { mode: 0o755 });
+    await Deno.remove(unpacked, { recursive: true });
+    const o = await new Deno.Command("env", {
+      args: ["-i", `STRATUM_CACHE=${cache}`, copy, "--version"],
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    const err = new TextDecoder().decode(o.stderr);
+    assert(o.code !== 0, `a damaged artifact must not exit 0: ${err}`);
+    assertEquals(new TextDecoder().decode(o.stdout), "");
+    await Deno.remove(cache, { recursive: true });
+  },
+});
+
+Deno.test({
   name: "the aarch64 artifact carries an aarch64 deno",
   ignore: aarch64 === undefined,
   async fn() {

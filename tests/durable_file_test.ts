@@ -31,7 +31,7 @@ const noStrace = (() => {
 /** The calls `op DIR` makes, traced. */
 async function traced(op: string, dir: string) {
   const trace = `${await Deno.makeTempFile()}.trace`;
-  await $`strace -f -y -qq -e signal=none -o ${trace} -e trace=fsync,fdatasync,mkdir,mkdirat,unlinkat,rmdir ${Deno.execPath()} run -A ${ops} ${op} ${dir}`
+  await $`strace -f -y -qq -e signal=none -o ${trace} -e trace=fsync,fdatasync,mkdir,mkdirat,unlinkat,rmdir,rename,renameat,renameat2,symlinkat ${Deno.execPath()} run -A ${ops} ${op} ${dir}`
     .quiet();
   const calls = parseTrace(await Deno.readTextFile(trace));
   await Deno.remove(trace);
@@ -101,6 +101,36 @@ Deno.test({
       "no fsync of the parent after the removal",
     );
     await assertRejects(() => Deno.stat(t.root));
+  },
+});
+
+Deno.test({
+  name:
+    "symlinkDurable fsyncs the directory after the link lands, and again when the link was already there",
+  ignore: noStrace !== undefined,
+  async fn() {
+    // A unit's .wants/ link that is only in the page cache is gone after a
+    // power cut, and the unit with it (found by a real power cut in a VM).
+    const dir = await Deno.realPath(await Deno.makeTempDir({ prefix: "stratum-wants-" }));
+    const link = join(dir, "unit.service");
+    for (const round of ["made", "already there"]) {
+      const calls = await traced("symlink", link);
+      const landed = round === "made"
+        ? calls.findLastIndex((c) => c.name.startsWith("rename") && c.args.includes(link))
+        : 0;
+      assert(landed >= 0, `${round}: no rename onto ${link}`);
+      assert(
+        calls.slice(landed).some((c) => c.name === "fsync" && c.fdPath === dir),
+        `${round}: no fsync of ${dir} after the link`,
+      );
+      assertEquals(await Deno.readLink(link), "../target.service");
+    }
+    assertEquals(
+      [...Deno.readDirSync(dir)].map((e) => e.name),
+      ["unit.service"],
+      "no temp link left",
+    );
+    await Deno.remove(dir, { recursive: true });
   },
 });
 

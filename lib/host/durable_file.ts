@@ -72,6 +72,29 @@ export async function removeTreeDurable(dir: string): Promise<void> {
   await syncDir(dirname(dir));
 }
 
+/**
+ * Makes `path` a symlink to `target`, atomically (a temp link renamed over
+ * it) and durably (its directory fsynced, also when the link was already
+ * there: a link made by an earlier run may still be only in the page cache).
+ * Returns whether the link changed. Used for systemd's `.wants/` links: a
+ * unit enabled in memory but not on disk is disabled after a power cut.
+ */
+export async function symlinkDurable(target: string, path: string): Promise<boolean> {
+  const had = await Deno.readLink(path).catch(() => undefined);
+  if (had !== target) {
+    const tmp = join(dirname(path), `.${basename(path)}${tempMarker}${Deno.pid}-${randomSuffix()}`);
+    await Deno.symlink(target, tmp);
+    try {
+      await Deno.rename(tmp, path);
+    } catch (err) {
+      await Deno.remove(tmp).catch(() => {});
+      throw err;
+    }
+  }
+  await syncDir(dirname(path));
+  return had !== target;
+}
+
 /** Fsyncs a directory, making renames and unlinks in it durable. */
 export async function syncDir(dir: string): Promise<void> {
   const d = await Deno.open(dir, { read: true });

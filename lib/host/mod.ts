@@ -18,6 +18,7 @@ export {
   removeFileDurable,
   removeStaleTemps,
   removeTreeDurable,
+  symlinkDurable,
   syncDir,
   syncTree,
   writeFileDurable,

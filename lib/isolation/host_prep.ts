@@ -1,5 +1,11 @@
 import { join } from "node:path";
-import { ensureDir, type HostPaths, removeFileDurable, writeFileDurable } from "../host/mod.ts";
+import {
+  ensureDir,
+  type HostPaths,
+  removeFileDurable,
+  symlinkDurable,
+  writeFileDurable,
+} from "../host/mod.ts";
 import type { Mode } from "./mode.ts";
 
 /**
@@ -72,10 +78,7 @@ export async function prepareHost(paths: HostPaths, mode: Mode): Promise<boolean
   const wants = join(paths.unitDir, "multi-user.target.wants");
   await ensureDir(wants);
   const link = join(wants, firewallUnit);
-  if ((await Deno.readLink(link).catch(() => undefined)) !== `../${firewallUnit}`) {
-    await Deno.remove(link).catch(() => {});
-    await Deno.symlink(`../${firewallUnit}`, link);
-  }
+  await symlinkDurable(`../${firewallUnit}`, link);
   return had !== want;
 }
 

@@ -1,5 +1,11 @@
 import { join } from "node:path";
-import { ensureDir, type HostPaths, removeFileDurable, writeFileDurable } from "../host/mod.ts";
+import {
+  ensureDir,
+  type HostPaths,
+  removeFileDurable,
+  symlinkDurable,
+  writeFileDurable,
+} from "../host/mod.ts";
 
 /** The unit that brings the node stack up at every boot. */
 export const bootUnit = "stratum-boot.service";
@@ -74,12 +80,10 @@ export async function installBootUnit(paths: HostPaths, self: SelfCommand): Prom
     changed = true;
   }
   await ensureDir(wants);
-  await Deno.symlink(`../${bootUnit}`, join(wants, bootUnit)).then(
-    () => void (changed = true),
-    (err) => {
-      if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
-    },
-  );
+  // The enablement link is the install's last write: it must be on disk
+  // before the command returns, or a power cut right after leaves the node
+  // with no boot unit and nothing starts.
+  if (await symlinkDurable(`../${bootUnit}`, join(wants, bootUnit))) changed = true;
   return changed;
 }
 

@@ -15,7 +15,15 @@ if (!isolation.isMode(mode) || !bundleRoot) throw new Error("usage: SCENARIO MOD
 const paths = host.hostPaths("/");
 const systemctl = new host.Systemctl({ timeout: 60_000 });
 const backend = isolation.backendFor(mode, { paths, systemctl });
-const spec: isolation.NodeSpec = { slot: "a", node: "node-1", bundleDir: `${bundleRoot}/${mode}` };
+// As an install does: the node layer claims the stack's state directories
+// (makes and marks them), which the backend's start then checks.
+const state = (await isolation.readStack(`${bundleRoot}/${mode}`)).state;
+const spec: isolation.NodeSpec = {
+  slot: "a",
+  node: "node-1",
+  bundleDir: `${bundleRoot}/${mode}`,
+  claim: state,
+};
 const ref: isolation.SlotRef = { mode, slot: "a" };
 
 async function observe() {

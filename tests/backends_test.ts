@@ -10,10 +10,17 @@ if (nspawnUnavailable) console.error(`nspawn tests are skipped: ${nspawnUnavaila
 
 const driver = "tests/support/sandbox/drive_backend.ts";
 
+/** Bundles this file made, removed when the test run ends. */
+const made: string[] = [];
+globalThis.addEventListener("unload", () => {
+  for (const d of made) Deno.removeSync(d, { recursive: true });
+});
+
 /** A bundle inside the checkout, which the sandbox sees (its /tmp is private). */
 async function bundle(behavior?: Partial<Record<"host" | "nspawn", Behavior>>): Promise<string> {
   await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+  made.push(dir);
   return await makeBundle(dir, behavior ? { behavior } : {});
 }
 

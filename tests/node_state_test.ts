@@ -289,6 +289,15 @@ Deno.test({
     // A data directory that is gone (an unmounted disk shows an empty mount
     // point): the boot refuses to start etcd on it, and says which path.
     await n.sb.sh(`mv ${etcdData} /var/lib/etcd-moved && mkdir -m 700 ${etcdData}`);
+    // The running stack's data directory is empty: a migration would start
+    // the target on nothing, so plan refuses (an empty directory only the
+    // target declared would be claimed instead).
+    const empty = await n.stratum(["migrate", "plan", "--to", "nspawn", "--bundle", n.bundle]);
+    assertEquals(empty.code, 2, empty.stderr);
+    assert(
+      empty.stdout.includes(`${etcdData}, which the running stack uses, is empty`),
+      empty.stdout,
+    );
     await n.powerCut();
     const t = await n.boot(5_000);
     assertEquals(t.healthyMs, undefined, "etcd must not start on an empty data directory");

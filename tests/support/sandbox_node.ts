@@ -31,6 +31,16 @@ export const healthUrls: Record<StackKind, string> = {
 const healthProbe = (url: string) =>
   `import urllib.request,sys;urllib.request.urlopen('${url}',timeout=1)`;
 
+/** Bundles made here, removed when the test run ends (a node removes its own sooner). */
+const made: string[] = [];
+globalThis.addEventListener("unload", () => {
+  for (const d of made) {
+    try {
+      Deno.removeSync(d, { recursive: true });
+    } catch { /* removed already */ }
+  }
+});
+
 /** A fresh test bundle under the checkout (the sandbox sees the checkout, not the host's /tmp). */
 export async function bundle(
   behavior?: Partial<Record<Mode, Behavior>>,
@@ -38,6 +48,7 @@ export async function bundle(
 ): Promise<string> {
   await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+  made.push(dir);
   if (stack === "etcd") return await makeEtcdBundle(dir);
   return await makeBundle(dir, behavior ? { behavior } : {});
 }

@@ -114,7 +114,7 @@ function sleep(ms: number) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-const runs = [];
+const runs: Awaited<ReturnType<typeof once>>[] = [];
 for (let i = 0; i < rounds; i++) {
   const r = await once();
   runs.push(r);

@@ -85,28 +85,12 @@ for (const mode of ["host", "nspawn"] as const) {
       await using n = await Node.boot(mode, undefined, { stack: "etcd" });
       await using watch = await EtcdWatch.start(n.sb);
       const w1 = await write(n, "before/");
-      const there = await n.stratum([
-        "migrate",
-        "run",
-        "--to",
-        other(mode),
-        "--bundle",
-        n.bundle,
-        "--json",
-      ]);
+      const there = await migrateRun(n, other(mode));
       assertEquals([there.code, there.doc?.outcome], [0, "complete"], there.stderr);
       await assertKept(n, [w1], `after ${mode} → ${other(mode)}`);
       const w2 = await write(n, "between/");
       assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
-      const back = await n.stratum([
-        "migrate",
-        "run",
-        "--to",
-        mode,
-        "--bundle",
-        n.bundle,
-        "--json",
-      ]);
+      const back = await migrateRun(n, mode);
       assertEquals([back.code, back.doc?.outcome], [0, "complete"], back.stderr);
       await assertKept(n, [w1, w2], `after ${other(mode)} → ${mode}`);
       assertEquals(await watch.max(), 1, "two etcd processes ran at once");
@@ -130,15 +114,7 @@ for (const mode of ["host", "nspawn"] as const) {
       // The journal write after the target was started and recorded fails,
       // as a full disk would: the target ran on the data, then the source
       // is started again on it.
-      const r = await n.stratum([
-        "migrate",
-        "run",
-        "--to",
-        other(mode),
-        "--bundle",
-        n.bundle,
-        "--json",
-      ], {
+      const r = await migrateRun(n, other(mode), {
         STRATUM_FAILPOINT: "fail-record:awaiting-ready",
       });
       assertEquals([r.code, r.doc?.outcome], [1, "rolled-back"], r.stderr);
@@ -159,7 +135,7 @@ for (const mode of ["host", "nspawn"] as const) {
           await using n = await Node.boot(mode, undefined, { stack: "etcd" });
           await using watch = await EtcdWatch.start(n.sb);
           const w1 = await write(n, "before/");
-          const r = await n.stratum(["migrate", "run", "--to", other(mode), "--bundle", n.bundle], {
+          const r = await migrateRun(n, other(mode), {
             STRATUM_FAILPOINT: `kill-after-record:${step}`,
           });
           assertEquals(r.code, 137, `the failpoint killed it after ${step}: ${r.stderr}`);
@@ -183,7 +159,7 @@ for (const mode of ["host", "nspawn"] as const) {
         await t.step(step, async () => {
           await using n = await Node.boot(mode, undefined, { persistent: true, stack: "etcd" });
           const w1 = await write(n, "before/");
-          const r = await n.stratum(["migrate", "run", "--to", other(mode), "--bundle", n.bundle], {
+          const r = await migrateRun(n, other(mode), {
             STRATUM_FAILPOINT: `kill-after-record:${step}`,
           });
           assertEquals(r.code, 137, `the failpoint killed it after ${step}: ${r.stderr}`);
@@ -238,6 +214,11 @@ Deno.test({
     assertEquals(after.keys, [], "--wipe-state starts the node's data empty");
   },
 });
+
+/** `stratum migrate run --to TO --bundle B --json` on the node, with env (failpoints). */
+function migrateRun(n: Node, to: Mode, env: Record<string, string> = {}) {
+  return n.stratum(["migrate", "run", "--to", to, "--bundle", n.bundle, "--json"], env);
+}
 
 async function waitHealthy(n: Node) {
   for (let i = 0; i < 300; i++) {

@@ -105,5 +105,6 @@ Deno.test({
     const s = await n.state();
     assertEquals(s.active, { a: true, b: false });
     assert(String(s.health).startsWith("200 ok nspawn"), s.health);
+    await Deno.remove(tmp, { recursive: true });
   },
 });

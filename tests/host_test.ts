@@ -144,5 +144,6 @@ Deno.test({
       { links: [], chains: [], tables: [], bpf: false },
       "a second run finds nothing",
     );
+    await Deno.remove(root, { recursive: true });
   },
 });

@@ -6,6 +6,11 @@ import { join } from "node:path";
 import { etcdUrl } from "./bundle.ts";
 import { repoRoot, type Sandbox } from "./sandbox.ts";
 
+/** Anything that runs argv on a node: the systemd sandbox, or a VM with its own kernel. */
+export interface Runs {
+  exec(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
 const client = `
 import base64, json, sys, urllib.request
 url, op, prefix, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -29,7 +34,7 @@ else:
 
 /** Writes n keys `PREFIX0000`… and returns how many etcd acknowledged and its revision after. */
 export async function putKeys(
-  sb: Sandbox,
+  sb: Runs,
   prefix: string,
   n: number,
 ): Promise<{ acked: number; revision: number }> {
@@ -40,7 +45,7 @@ export async function putKeys(
 
 /** The keys under `prefix` and etcd's current revision. */
 export async function getKeys(
-  sb: Sandbox,
+  sb: Runs,
   prefix: string,
 ): Promise<{ keys: string[]; revision: number }> {
   const r = await sb.exec(["python3", "-c", client, etcdUrl, "get", prefix, "0"]);

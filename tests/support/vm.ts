@@ -1,0 +1,211 @@
+// A test node with its own kernel: qemu (TCG; KVM guests hang on these
+// machines) boots the Debian image tests/support/vm/build.sh makes, with a
+// second, read-only disk (/srv/payload) carrying the artifact under test and
+// the test bundles. Commands run through the agent on the guest's second
+// serial port (tests/support/vm/agent.py); the guest has no network.
+//
+// A power cut is SIGKILL of qemu's own process: the guest's page cache dies
+// with it, and only what the guest wrote to its disk is in the image, which
+// the next boot replays. That is the loss the systemd sandbox cannot show
+// (it shares the machine's kernel and page cache).
+
+import { join } from "node:path";
+import { repoRoot } from "./sandbox.ts";
+
+const buildScript = new URL("./vm/build.sh", import.meta.url).pathname;
+
+/** Why VM tests cannot run here, or undefined. */
+export const vmUnavailable: string | undefined = await (async () => {
+  if (Deno.uid() !== 0) return "the VM image build needs root (mmdebstrap --mode=root)";
+  for (
+    const [bin, pkg] of [
+      ["qemu-system-x86_64", "qemu-system-x86"],
+      ["mmdebstrap", "mmdebstrap"],
+      ["busybox", "busybox-static"],
+      ["cpio", "cpio"],
+      ["depmod", "kmod"],
+    ]
+  ) {
+    const found = await new Deno.Command("sh", { args: ["-c", `command -v ${bin}`] }).output();
+    if (!found.success) return `${bin} is not installed (Debian package ${pkg})`;
+  }
+  return undefined;
+})();
+
+/** Builds the image once (cached by content outside the repository) and returns its directory. */
+export async function buildImage(): Promise<{ dir: string; builtMs: number }> {
+  const t0 = performance.now();
+  const o = await new Deno.Command("bash", {
+    args: [buildScript],
+    stdout: "piped",
+    stderr: "inherit",
+  }).output();
+  if (!o.success) throw new Error(`vm: build.sh exited ${o.code}`);
+  return { dir: new TextDecoder().decode(o.stdout).trim(), builtMs: performance.now() - t0 };
+}
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** One node: its own disk image (a copy of the base), booted and cut as often as a test likes. */
+export class Vm implements AsyncDisposable {
+  #qemu: Deno.ChildProcess | undefined;
+  #conn: Deno.UnixConn | undefined;
+  #buf = "";
+  #closed = false;
+  #pumping: Promise<void> = Promise.resolve();
+  #next = 1;
+  readonly #dir: string;
+  readonly #image: string;
+
+  private constructor(readonly work: string, image: string) {
+    this.#dir = image;
+    this.#image = join(work, "node.img");
+  }
+
+  /**
+   * A node from the base image with `payload` (a directory) as its read-only
+   * second disk, not booted yet.
+   */
+  static async create(image: string, payload: string): Promise<Vm> {
+    await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+    const work = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "vm-" });
+    const vm = new Vm(work, image);
+    await run(["cp", "--sparse=always", join(image, "base.img"), vm.#image]);
+    await run(["mkfs.ext4", "-q", "-F", "-d", payload, join(work, "payload.img"), "256M"]);
+    return vm;
+  }
+
+  /** Boots the node and returns once its agent answers (ms from power-on). */
+  async boot(limitMs = 240_000): Promise<number> {
+    const sock = join(this.work, "agent.sock");
+    await Deno.remove(sock).catch(() => {});
+    const t0 = performance.now();
+    this.#qemu = new Deno.Command("qemu-system-x86_64", {
+      args: [
+        ...["-accel", "tcg,thread=multi", "-cpu", "max", "-m", "1536", "-smp", "2"],
+        ...["-display", "none", "-no-reboot", "-nic", "none"],
+        ...["-kernel", join(this.#dir, "vmlinuz"), "-initrd", join(this.#dir, "initrd.img")],
+        ...["-append", "console=ttyS0 panic=-1 quiet"],
+        "-drive",
+        `file=${this.#image},format=raw,if=virtio,cache=writeback`,
+        "-drive",
+        `file=${join(this.work, "payload.img")},format=raw,if=virtio,readonly=on`,
+        ...["-serial", `file:${join(this.work, "console.log")}`],
+        ...["-chardev", `socket,id=agent,path=${sock},server=on,wait=off`],
+        ...["-device", "isa-serial,chardev=agent"],
+      ],
+      stdin: "null",
+      stdout: "null",
+      stderr: "piped",
+    }).spawn();
+    while (!(await Deno.stat(sock).then(() => true, () => false))) {
+      if (performance.now() - t0 > 10_000) throw new Error("vm: qemu made no agent socket");
+      await sleep(50);
+    }
+    this.#conn = await Deno.connect({ transport: "unix", path: sock });
+    this.#buf = "";
+    this.#closed = false;
+    this.#pumping = this.#pump(this.#conn);
+    // The agent's first words may be lost before this connection: ask until it answers.
+    for (;;) {
+      const r = await this.exec(["true"], { timeoutMs: 3000 }).catch(() => undefined);
+      if (r?.code === 0) return performance.now() - t0;
+      if (performance.now() - t0 > limitMs) {
+        throw new Error(`vm: no agent after ${limitMs} ms: ${await this.console()}`);
+      }
+    }
+  }
+
+  /** Runs argv in the guest as root. */
+  async exec(
+    argv: string[],
+    opts: { env?: Record<string, string>; timeoutMs?: number } = {},
+  ): Promise<ExecResult> {
+    const id = this.#next++;
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const req = { id, argv, env: opts.env ?? {}, timeout: Math.ceil(timeoutMs / 1000) };
+    await this.#conn!.write(new TextEncoder().encode(JSON.stringify(req) + "\n"));
+    const deadline = performance.now() + timeoutMs + 5000;
+    for (;;) {
+      let nl: number;
+      while ((nl = this.#buf.indexOf("\n")) >= 0) {
+        const line = this.#buf.slice(0, nl);
+        this.#buf = this.#buf.slice(nl + 1);
+        try {
+          const d = JSON.parse(line);
+          if (d.id === id) return { code: d.code, stdout: b64(d.out), stderr: b64(d.err) };
+        } catch { /* noise on the line */ }
+      }
+      if (this.#closed) throw new Error("vm: the agent's connection closed");
+      if (performance.now() > deadline) throw new Error(`vm: no answer to ${argv.join(" ")}`);
+      await sleep(20);
+    }
+  }
+
+  /** Reads the agent's connection into the buffer until it closes (one reader for all calls). */
+  async #pump(conn: Deno.UnixConn): Promise<void> {
+    const dec = new TextDecoder();
+    const chunk = new Uint8Array(65536);
+    try {
+      for (;;) {
+        const n = await conn.read(chunk);
+        if (n === null) break;
+        this.#buf += dec.decode(chunk.subarray(0, n), { stream: true });
+      }
+    } catch { /* closed by a power cut */ }
+    this.#closed = true;
+  }
+
+  /** Runs a shell script in the guest; throws on a non-zero exit. */
+  async sh(script: string): Promise<string> {
+    const r = await this.exec(["sh", "-c", script]);
+    if (r.code !== 0) throw new Error(`vm: ${script}: exit ${r.code}: ${r.stderr}`);
+    return r.stdout;
+  }
+
+  /** The power goes out: SIGKILL of qemu itself; whatever the guest had not written is gone. */
+  async powerCut(): Promise<void> {
+    if (!this.#qemu) return;
+    try {
+      Deno.kill(this.#qemu.pid, "SIGKILL");
+    } catch { /* gone */ }
+    await this.#qemu.status;
+    await this.#qemu.stderr.cancel().catch(() => {});
+    this.#qemu = undefined;
+    try {
+      this.#conn?.close();
+    } catch { /* closed */ }
+    this.#conn = undefined;
+    await this.#pumping;
+  }
+
+  /** The guest's console so far (for messages). */
+  async console(): Promise<string> {
+    const text = await Deno.readTextFile(join(this.work, "console.log")).catch(() => "");
+    return text.slice(-3000);
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.powerCut();
+    await Deno.remove(this.work, { recursive: true }).catch(() => {});
+  }
+}
+
+async function run(argv: string[]): Promise<void> {
+  const o = await new Deno.Command(argv[0]!, { args: argv.slice(1), stderr: "piped" }).output();
+  if (!o.success) {
+    throw new Error(`${argv.join(" ")}: exit ${o.code}: ${new TextDecoder().decode(o.stderr)}`);
+  }
+}
+
+function b64(s: string): string {
+  return new TextDecoder().decode(Uint8Array.from(atob(s), (c) => c.charCodeAt(0)));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

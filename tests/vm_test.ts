@@ -1,0 +1,196 @@
+// deno-lint-ignore-file no-console
+// Real power cuts: a node with its own kernel (tests/support/vm.ts) runs the
+// artifact and Debian's etcd; SIGKILL of qemu loses the guest's page cache,
+// and the next boot has no human command. After every boot:
+// - the stack comes back healthy with no command (stratum-boot.service);
+// - the journal is resolved: complete or rolled back, as the step allows;
+// - exactly one slot target is active, and node.json names it;
+// - the installed bundle verifies, and the running slot matches its manifest;
+// - every etcd key acknowledged before the cut is there.
+//
+// STRATUM_VM_TESTS=all (`deno task test:vm`) cuts after each of the 7
+// journal writes in both directions; otherwise (CI) a subset: right after
+// `node install` returns, and host → nspawn at stopping-source and
+// persisting. STRATUM_VM_TESTS=install makes only the first cut (quick);
+// STRATUM_VM_TESTS=off skips them.
+
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { makeEtcdBundle } from "./support/bundle.ts";
+import { getKeys, keyNames, putKeys } from "./support/etcd.ts";
+import { repoRoot } from "./support/sandbox.ts";
+import { journalSteps, readStepTable } from "./support/step_table.ts";
+import { stratumBin } from "./support/stratum_bin.ts";
+import { buildImage, Vm, vmUnavailable } from "./support/vm.ts";
+
+const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
+const skip = which === "off" ? "STRATUM_VM_TESTS=off" : vmUnavailable ??
+  (stratumBin ? undefined : "the VM runs the artifact: set STRATUM_BIN (CI builds it)");
+if (skip) console.error(`VM power-cut tests are skipped: ${skip}`);
+
+type Mode = "host" | "nspawn";
+const steps = journalSteps(await readStepTable());
+const finishes = (step: string) => steps.indexOf(step as never) >= steps.indexOf("awaiting-ready");
+
+/** The cuts to make, in an order that chains on one node: each starts in the mode the last left. */
+function plan(): { from: Mode; step: string }[] {
+  if (which === "install") return [];
+  if (which !== "all") {
+    return [{ from: "host", step: "stopping-source" }, { from: "host", step: "persisting" }];
+  }
+  const out: { from: Mode; step: string }[] = [];
+  let mode: Mode = "host";
+  const pending = new Map<Mode, string[]>([["host", [...steps]], ["nspawn", [...steps]]]);
+  while (pending.get("host")!.length + pending.get("nspawn")!.length > 0) {
+    const left = pending.get(mode)!;
+    // Steps that roll back keep the mode: take them first; then one that finishes.
+    const next = left.find((s) => !finishes(s)) ?? left[0];
+    if (next === undefined) {
+      mode = mode === "host" ? "nspawn" : "host";
+      continue;
+    }
+    left.splice(left.indexOf(next), 1);
+    out.push({ from: mode, step: next });
+    if (finishes(next)) mode = mode === "host" ? "nspawn" : "host";
+  }
+  return out;
+}
+
+const stratum = "/srv/payload/stratum";
+const bundle = "/srv/payload/bundle";
+const boots: number[] = [];
+
+Deno.test({
+  name: `real power cuts in a VM (${which}): after node install, then after journal writes`,
+  ignore: skip !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const image = await buildImage();
+    console.error(`vm image ready in ${(image.builtMs / 1000).toFixed(1)} s (${image.dir})`);
+    const payload = await Deno.makeTempDir({
+      dir: join(repoRoot, ".test-tmp"),
+      prefix: "payload-",
+    });
+    await Deno.copyFile(stratumBin!, join(payload, "stratum"));
+    await Deno.chmod(join(payload, "stratum"), 0o755);
+    await makeEtcdBundle(join(payload, "bundle"));
+    await using vm = await Vm.create(image.dir, payload);
+    await Deno.remove(payload, { recursive: true });
+    await vm.boot();
+    const written: string[] = [];
+    let n = 0;
+    const write = async () => {
+      const prefix = `k${n++}/`;
+      const r = await putKeys(vm, prefix, 50);
+      assertEquals(r.acked, 50);
+      written.push(...keyNames(prefix, 50));
+    };
+    const cutAndBoot = async (label: string) => {
+      await vm.powerCut();
+      boots.push(await vm.boot());
+      await waitHealthy(vm, label);
+    };
+
+    await t.step("power cut right after node install returns", async () => {
+      const r = await vm.exec([
+        stratum,
+        "node",
+        "install",
+        "--mode",
+        "host",
+        "--bundle",
+        bundle,
+        "--node",
+        "node-1",
+      ]);
+      assertEquals(r.code, 0, r.stderr);
+      // Right then: whatever install left only in the page cache is lost.
+      await cutAndBoot("after install");
+      await write();
+      await assertNode(vm, written, "host", "after a power cut right after install");
+    });
+
+    for (const { from, step } of plan()) {
+      const to: Mode = from === "host" ? "nspawn" : "host";
+      await t.step(`${from} → ${to}: power cut after ${step} is recorded`, async () => {
+        await write();
+        const r = await vm.exec([stratum, "migrate", "run", "--to", to, "--bundle", bundle], {
+          env: { STRATUM_FAILPOINT: `kill-after-record:${step}` },
+        });
+        assertEquals(r.code, 137, `the failpoint killed it after ${step}: ${r.stderr}`);
+        await cutAndBoot(step);
+        const outcome = finishes(step) ? "complete" : "rolled-back";
+        const status = JSON.parse(
+          (await vm.exec([stratum, "migrate", "status", "--json"])).stdout,
+        );
+        assertEquals(status.journal?.step, outcome, `${step}: ${JSON.stringify(status)}`);
+        await assertNode(vm, written, finishes(step) ? to : from, `power cut after ${step}`);
+        const ack = await vm.exec([stratum, "migrate", "ack"]);
+        assertEquals(ack.code, 0, ack.stderr);
+      });
+    }
+    const med = [...boots].sort((a, b) => a - b)[Math.floor(boots.length / 2)]!;
+    console.error(
+      `vm: ${boots.length} power cuts; power-on to agent median ${Math.round(med)} ms, max ${
+        Math.round(Math.max(...boots))
+      } ms`,
+    );
+  },
+});
+
+/** Waits until etcd answers healthy, with no command but the boot's own. */
+async function waitHealthy(vm: Vm, label: string): Promise<void> {
+  const probe =
+    "import urllib.request;urllib.request.urlopen('http://127.0.0.1:2379/health',timeout=2)";
+  const t0 = performance.now();
+  for (;;) {
+    if ((await vm.exec(["python3", "-c", probe])).code === 0) return;
+    if (performance.now() - t0 > 240_000) {
+      const why = await vm.exec([
+        "sh",
+        "-c",
+        "systemctl status 'stratum-*' --no-pager 2>&1 | tail -40",
+      ]);
+      throw new Error(`${label}: etcd never came back: ${why.stdout}`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/** The node is whole: one slot running in `mode`, node.json naming it, bundle and slot intact, keys kept. */
+async function assertNode(vm: Vm, keys: string[], mode: Mode, label: string): Promise<void> {
+  const node = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
+  assertEquals(node.mode, mode, `${label}: node.json`);
+  const active = await vm.exec([
+    "sh",
+    "-c",
+    "for s in a b; do systemctl is-active stratum-$s.target; done",
+  ]);
+  assertEquals(
+    active.stdout.trim().split("\n"),
+    node.slot === "a" ? ["active", "inactive"] : ["inactive", "active"],
+    `${label}: exactly the slot node.json names runs`,
+  );
+  const boot = await vm.exec(["systemctl", "is-active", "stratum-boot.service"]);
+  assertEquals(boot.stdout.trim(), "active", `${label}: stratum-boot.service`);
+  const verify = await vm.exec([
+    stratum,
+    "bundle",
+    "verify",
+    "/var/lib/stratum/bundles",
+    "--mode",
+    mode,
+  ]);
+  assertEquals(verify.code, 0, `${label}: the installed bundle verifies: ${verify.stdout}`);
+  const slot = await vm.exec([
+    "sh",
+    "-c",
+    `cd /var/lib/stratum/slots/${node.slot} && sha256sum -c --quiet SHA256SUMS`,
+  ]);
+  assertEquals(slot.code, 0, `${label}: the slot matches its manifest: ${slot.stdout}`);
+  const got = await getKeys(vm, "k");
+  const missing = keys.filter((k) => !got.keys.includes(k));
+  assertEquals(missing, [], `${label}: acknowledged keys lost`);
+  assert(got.keys.length >= keys.length);
+}

@@ -3,7 +3,7 @@
 # tests/support/vm.ts. Requests: {"id": N, "argv": [...], "timeout": S,
 # "env": {...}}; replies: {"id": N, "code": C, "out": B64, "err": B64}.
 # On start it says {"ready": BOOT_ID} so the host knows the node booted.
-import base64, json, os, subprocess, sys, termios, tty
+import base64, json, os, subprocess, sys, termios, time, tty
 
 port = os.open(sys.argv[1], os.O_RDWR | os.O_NOCTTY)
 tty.setraw(port)
@@ -24,6 +24,8 @@ buf = b""
 while True:
     chunk = r.read(4096)
     if not chunk:
+        # No host on the other end (hang-up): do not spin the guest's CPU.
+        time.sleep(0.05)
         continue
     buf += chunk
     while b"\n" in buf:

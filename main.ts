@@ -17,23 +17,18 @@ if (import.meta.main) {
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(sig, () => interrupt.abort(new cli.Interrupted(sig)));
   }
+  const deps: cli.Deps = {
+    systemctl: () => new host.Systemctl(),
+    interrupted: interrupt.signal,
+    selfCommand: node.selfCommand(import.meta.url),
+    failpoint: Deno.env.get("STRATUM_FAILPOINT"),
+    killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
+  };
   const code = await cli.run(Deno.args, [
     cli.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint, interrupted: interrupt.signal }),
-    cli.migrateGroup({
-      systemctl: () => new host.Systemctl(),
-      failpoint: Deno.env.get("STRATUM_FAILPOINT"),
-      killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
-      selfCommand: node.selfCommand(import.meta.url),
-      interrupted: interrupt.signal,
-    }),
+    cli.migrateGroup(deps),
     cli.bundleGroup(),
-    cli.nodeGroup({
-      systemctl: () => new host.Systemctl(),
-      interrupted: interrupt.signal,
-      selfCommand: node.selfCommand(import.meta.url),
-      failpoint: Deno.env.get("STRATUM_FAILPOINT"),
-      killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
-    }),
+    cli.nodeGroup(deps),
   ]);
   Deno.exit(code);
 }

@@ -11,7 +11,7 @@
  * verified bundle.
  *
  * @example Verify a bundle against a node's trust store
- * ```ts ignore
+ * ```ts
  * import * as bundle from "./mod.ts";
  * const trust = await bundle.loadTrust("/etc/stratum/trust");
  * const v = await bundle.verifyBundle("/srv/bundle/host", { trust });

@@ -6,7 +6,7 @@ import { writeFileDurable } from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as node from "../node/mod.ts";
 import { ExitOK, ExitUsage, UsageError } from "./exit.ts";
-import { rootPaths } from "./migrate/mod.ts";
+import { rootPaths } from "./flags.ts";
 import { type Context, jsonOption } from "./program.ts";
 
 /** `stratum bundle make|sign|verify`. */

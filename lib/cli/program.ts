@@ -1,8 +1,11 @@
 import config from "../../deno.json" with { type: "json" };
 import { Command, CommanderError, Option } from "commander";
 import { messageOf } from "../errors/mod.ts";
+import * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
-import { ExitAttention, ExitUsage, UsageError } from "./exit.ts";
+import * as node from "../node/mod.ts";
+import { ExitAttention, ExitBusy, ExitUsage, UsageError } from "./exit.ts";
 import { Output } from "./output.ts";
 
 /** The version, from deno.json: the one place it is set. */
@@ -36,7 +39,8 @@ export function jsonOption(): Option {
 /**
  * Parses argv and runs the command. Resolves with the exit code; never
  * exits. Flag and argument errors are exit 2 with commander's one-line
- * message; a UsageError from an action is exit 2 too.
+ * message; a UsageError or a node.ErrBadRequest from an action is exit 2
+ * too, and host.ErrBusy (another command holds the migration lock) exit 75.
  */
 export async function run(argv: string[], groups: Group[]): Promise<number> {
   const ctx: Context = { exitCode: 0, output: (o) => new Output(o.json === true) };
@@ -79,7 +83,24 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
       );
       return ExitUsage;
     }
-    if (err instanceof UsageError) {
+    if (err instanceof host.ErrBusy) {
+      // Another command holds the migration lock: nothing changed.
+      json.result(
+        {
+          outcome: "busy",
+          holder: err.holder ?? null,
+          message: err.message,
+          nextAction: "try again when it has finished, or pass --wait-lock",
+        },
+        () => [],
+      );
+      out.error(err.message);
+      return ExitBusy;
+    }
+    if (
+      err instanceof UsageError || err instanceof node.ErrBadRequest ||
+      err instanceof isolation.ErrBadNodeConfig
+    ) {
       out.error(err.message);
       failure(json, "bad-input", err.message, "fix the input; nothing was changed");
       return ExitUsage;

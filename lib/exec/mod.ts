@@ -18,7 +18,7 @@
  *   the calls still run, and a killed stratum's calls end at their deadline.
  *
  * @example
- * ```ts ignore
+ * ```ts
  * import * as exec from "./mod.ts";
  * const r = await exec.run(["ip", "-j", "link", "show"], { timeoutMs: 10_000 });
  * if (r.code !== 0) throw new exec.ExitError(r);

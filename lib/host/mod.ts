@@ -5,7 +5,7 @@
  * tests can run against a scratch tree.
  *
  * @example Replace a state file so a crash leaves the old or the new one
- * ```ts ignore
+ * ```ts
  * import * as host from "./mod.ts";
  * await host.writeFileDurable("/var/lib/stratum/state.json", "{}\n", { mode: 0o644 });
  * ```

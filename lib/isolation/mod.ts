@@ -9,7 +9,7 @@
  * host (config files, host preparation, the applied node config).
  *
  * @example Build and start the host stack in slot b
- * ```ts ignore
+ * ```ts
  * import * as host from "../host/mod.ts";
  * import * as isolation from "./mod.ts";
  * const deps = { paths: host.hostPaths("/"), systemctl: new host.Systemctl() };

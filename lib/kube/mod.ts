@@ -4,7 +4,7 @@
  * whose `reason` tells apart what kubectl's exit code 1 lumps together.
  *
  * @example Probe a workload under a 10 s deadline
- * ```ts ignore
+ * ```ts
  * import * as kube from "./mod.ts";
  * const run = kube.kubectl({ kubeconfig: "/etc/stratum/admin.conf" });
  * try {

@@ -11,8 +11,9 @@
  * exactly one of source or target runs, or the journal says `failed`.
  *
  * @example Run a migration with a journal
- * ```ts ignore
+ * ```ts
  * import * as migrate from "./mod.ts";
+ * declare const hooks: Omit<migrate.InPlaceSpec, "record">; // see lib/node's nodeSpec
  * const store = new migrate.JournalStore("/var/lib/stratum/migration.json");
  * const record = migrate.recorder(store, { strategy: "in-place", from: "host", to: "nspawn" });
  * const result = await migrate.runInPlace({ ...hooks, record });

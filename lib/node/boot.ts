@@ -1,5 +1,9 @@
-import type * as isolation from "../isolation/mod.ts";
+import type * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
+import type { SelfCommand } from "./boot_unit.ts";
+import { type LockOptions, withLock } from "./lock.ts";
+import { resumeRecorded } from "./recorded.ts";
 
 /** What {@linkcode boot} needs; `stratum node boot` wires the real ones. */
 export interface BootDeps {
@@ -68,4 +72,35 @@ export async function boot(deps: BootDeps): Promise<BootResult> {
 function failedHard(err: Error | undefined): boolean {
   return migrate.is(err, migrate.ErrRollbackFailed) || migrate.is(err, migrate.ErrTargetLost) ||
     migrate.is(err, migrate.ErrTooManyAttempts);
+}
+
+/** What `stratum node boot` needs. */
+export interface BootNodeOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  readonly waitReadyMs: number;
+  readonly lock: LockOptions;
+  readonly self: SelfCommand;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+}
+
+/**
+ * `stratum node boot`, what stratum-boot.service runs: under the migration
+ * lock, {@linkcode boot} with the real resume (resumeRecorded), node.json,
+ * and the backends' start (which checks the node's state before it starts
+ * anything).
+ */
+export async function bootNode(o: BootNodeOptions): Promise<BootResult> {
+  const { paths, systemctl } = o;
+  return await withLock(paths, o.lock, () =>
+    boot({
+      resume: () => resumeRecorded(o),
+      applied: async () => {
+        const cfg = await isolation.readNodeConfig(paths.nodeConfig);
+        return cfg && { mode: cfg.mode, slot: cfg.slot };
+      },
+      start: (ref) =>
+        isolation.backendFor(ref.mode, { paths, systemctl }).start(ref, { signal: o.signal }),
+    }));
 }

@@ -1,18 +1,30 @@
 /**
- * The real migration of this node: the seed's InPlaceSpec hooks wired to the
- * host (files under a root, systemctl, bundles, network) and to the real
- * backends. `lib/migrate` stays pure orchestration; this package is what the
- * CLI and the sandbox tests run.
+ * The use cases below the command line, one function each (install,
+ * migrate in place, reprovision, resume what is recorded, boot, ack: see
+ * docs/use-cases.md), and the seed's InPlaceSpec hooks wired to this node
+ * (files under a root, systemctl, bundles, network, state directories) that
+ * they run. `lib/migrate` stays pure orchestration; each CLI command parses
+ * its flags, calls one function here and reports.
  *
- * @example Wire a host → nspawn migration
- * ```ts ignore
+ * @example Migrate this node to nspawn mode, as `stratum migrate run` does
+ * ```ts
  * import * as host from "../host/mod.ts";
  * import * as node from "./mod.ts";
- * const spec = node.nodeSpec({
- *   paths: host.hostPaths("/"), systemctl: new host.Systemctl(),
- *   from: "host", to: "nspawn", sourceSlot: "a", node: "node-1",
- *   bundle: "/srv/stratum-bundle", waitReadyMs: 120_000,
+ * const { journal, result } = await node.migrateInPlace({
+ *   paths: host.hostPaths("/"),
+ *   systemctl: new host.Systemctl(),
+ *   to: "nspawn",
+ *   bundle: "/srv/stratum-bundle",
+ *   waitReadyMs: 120_000,
+ *   lock: { command: "stratum migrate run --to nspawn", waitMs: 0 },
+ *   self: node.selfCommand(import.meta.url),
+ *   signal: new AbortController().signal,
+ *   log: () => {},
+ *   killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
  * });
+ * if (result.rolledBack) {
+ *   // the source runs again; journal?.message says why
+ * }
  * ```
  *
  * @module
@@ -31,7 +43,6 @@ export {
   ErrInstalledOtherwise,
   install,
   type Installed,
-  installNode,
   type InstallOptions,
   type InstallStep,
   installSteps,
@@ -48,4 +59,17 @@ export {
   type SelfCommand,
   selfCommand,
 } from "./boot_unit.ts";
-export { boot, type BootDeps, type BootResult } from "./boot.ts";
+export { boot, type BootDeps, bootNode, type BootNodeOptions, type BootResult } from "./boot.ts";
+export { ErrBadRequest, ErrJournalExists, ErrNotInstalled } from "./errors.ts";
+export { type LockOptions, withLock } from "./lock.ts";
+export { appliedNode, nextFor, requireNoJournal } from "./applied.ts";
+export { loadJournal, resume, type ResumeOptions, resumeRecorded } from "./recorded.ts";
+export { type Migrated, migrateInPlace, type MigrateOptions } from "./migrate_in_place.ts";
+export {
+  ErrReprovisionRefused,
+  handoffUnit,
+  type ReprovisionStartOptions,
+  startReprovision,
+} from "./reprovision_start.ts";
+export { provision } from "./provision.ts";
+export { ack } from "./ack.ts";

@@ -10,7 +10,7 @@
  * hand.
  *
  * @example Restart with a 5 minute total wait
- * ```ts ignore
+ * ```ts
  * import * as kube from "../kube/mod.ts";
  * import * as rollout from "./mod.ts";
  * const cfg = { kubeconfig: "/etc/stratum/admin.conf" };

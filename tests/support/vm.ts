@@ -41,7 +41,9 @@ export async function buildImage(): Promise<{ dir: string; builtMs: number }> {
     stderr: "inherit",
   }).output();
   if (!o.success) throw new Error(`vm: build.sh exited ${o.code}`);
-  return { dir: new TextDecoder().decode(o.stdout).trim(), builtMs: performance.now() - t0 };
+  // The directory is the last line (tools may print on stdout before it).
+  const dir = new TextDecoder().decode(o.stdout).trim().split("\n").pop()!;
+  return { dir, builtMs: performance.now() - t0 };
 }
 
 export interface ExecResult {

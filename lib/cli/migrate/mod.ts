@@ -4,15 +4,11 @@ import { ackCommand } from "./ack.ts";
 import { planCommand } from "./plan.ts";
 import { resumeCommand } from "./resume.ts";
 import { runCommand } from "./run.ts";
-import type { MigrateDeps } from "./shared.ts";
+import type { Deps } from "../deps.ts";
 import { statusCommand } from "./status.ts";
 
-export { locked, type MigrateDeps, resumeOutcome, rootPaths } from "./shared.ts";
-export { loadJournal, resumeRecorded } from "./resume_recorded.ts";
-export { journalDoc } from "./report.ts";
-
 /** `stratum migrate plan|run|resume|status|ack`, one module per command. */
-export function migrateGroup(deps: MigrateDeps) {
+export function migrateGroup(deps: Deps) {
   return (program: Command, ctx: Context): void => {
     const group = program.command("migrate").description(
       "move this node between isolation modes (host, nspawn) through blue/green slots, with a write-ahead journal and automatic rollback",

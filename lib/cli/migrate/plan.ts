@@ -6,23 +6,20 @@ import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
 import { ExitOK, ExitUsage } from "../exit.ts";
-import { loadJournal } from "./resume_recorded.ts";
-import type { Context } from "../program.ts";
+import type { Deps } from "../deps.ts";
 import {
-  appliedNode,
   checkMode,
   checkStrategy,
   type Common,
   common,
-  type MigrateDeps,
-  nextFor,
   rootPaths,
   strategyOption,
   toOption,
-} from "./shared.ts";
+} from "../flags.ts";
+import type { Context } from "../program.ts";
 
 /** `stratum migrate plan`. */
-export function planCommand(group: Command, ctx: Context, _deps: MigrateDeps): void {
+export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
   common(group.command("plan"))
     .description(
       "check the target's requirements and the bundle, and print each step, what it changes and how it is undone; changes nothing",
@@ -57,8 +54,8 @@ export function planCommand(group: Command, ctx: Context, _deps: MigrateDeps): v
         const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
         const paths = await rootPaths(opts.root);
         const store = new migrate.JournalStore(paths.journal);
-        const j = await loadJournal(store);
-        const current = await appliedNode(paths);
+        const j = await node.loadJournal(store);
+        const current = await node.appliedNode(paths);
         const steps = node.plan({
           paths,
           from: current.mode,
@@ -68,7 +65,7 @@ export function planCommand(group: Command, ctx: Context, _deps: MigrateDeps): v
           waitReadyMs,
         });
         let refused: string | undefined = j
-          ? `A migration journal exists (step ${j.step}): ${nextFor(j)}`
+          ? `A migration journal exists (step ${j.step}): ${node.nextFor(j)}`
           : undefined;
         let checked: Awaited<ReturnType<typeof node.preflight>> | undefined;
         if (!refused) {

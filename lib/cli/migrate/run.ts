@@ -1,33 +1,28 @@
 import type { Command } from "commander";
 import { Option } from "commander";
-import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
+import type { Deps } from "../deps.ts";
 import { parseDuration } from "../duration.ts";
-import { UsageError } from "../exit.ts";
-import { outcomeOf } from "./report.ts";
-import { loadJournal } from "./resume_recorded.ts";
-import { runReprovision } from "./reprovision.ts";
-import type { Context } from "../program.ts";
+import { ExitOK, ExitUsage, UsageError } from "../exit.ts";
 import {
-  appliedNode,
   checkMode,
   checkStrategy,
   type Common,
   common,
   isDir,
-  locked,
-  type MigrateDeps,
-  nextFor,
-  report,
+  lockOptions,
   rootPaths,
   strategyOption,
   toOption,
   waitLockOption,
-} from "./shared.ts";
+} from "../flags.ts";
+import type { Output } from "../output.ts";
+import type { Context } from "../program.ts";
+import { journalDoc, outcomeOf, report } from "../report.ts";
 
-/** `stratum migrate run`. */
-export function runCommand(group: Command, ctx: Context, deps: MigrateDeps): void {
+/** `stratum migrate run`: parses flags, calls node.migrateInPlace or node.startReprovision, reports. */
+export function runCommand(group: Command, ctx: Context, deps: Deps): void {
   common(group.command("run"))
     .description("migrate this node to another isolation mode")
     .addOption(toOption())
@@ -75,92 +70,76 @@ export function runCommand(group: Command, ctx: Context, deps: MigrateDeps): voi
         throw new UsageError(`--bundle ${opts.bundle} is not a directory`);
       }
       const paths = await rootPaths(opts.root);
-      ctx.exitCode = await locked(
+      const common = {
         paths,
-        out,
-        `stratum migrate run --to ${to}`,
-        waitLockMs,
-        async () => {
-          const store = new migrate.JournalStore(paths.journal);
-          const existing = await loadJournal(store);
-          if (existing) {
-            throw new UsageError(
-              `A migration journal exists (step ${existing.step}): ${nextFor(existing)}`,
-            );
-          }
-          const current = await appliedNode(paths);
-          if (current.mode === to) throw new UsageError(`This node already runs in ${to} mode`);
-          const systemctl = deps.systemctl();
-          if (strategy === migrate.StrategyReprovision) {
-            return await runReprovision({
-              paths,
-              out,
-              systemctl,
-              current,
-              to,
-              bundle: opts.bundle,
-              requireSignature: opts.requireSignature === true,
-              wipeState: opts.wipeState === true,
-              waitReadyMs,
-              self: deps.selfCommand,
-              failpoint: deps.failpoint,
-              signal: deps.interrupted,
-            });
-          }
-          const startedAt = new Date();
-          const spec = node.nodeSpec({
-            paths,
-            systemctl,
-            from: current.mode,
-            to,
-            sourceSlot: current.slot,
-            node: current.node,
-            ...(opts.bundle ? { bundle: opts.bundle } : {}),
-            ...(opts.requireSignature ? { requireSignature: true } : {}),
-            waitReadyMs,
-            migrationId: startedAt.toISOString(),
-            log: (l) => out.log(l),
-          });
-          // Refuse before the first change: the resume unit is installed only
-          // for a migration that passed preflight.
-          try {
-            await spec.preflight!(spec.target, deps.interrupted);
-          } catch (err) {
-            const failed = new migrate.ActionError("preflight", undefined, err);
-            return report(out, "run", outcomeOf(undefined, { rolledBack: false, error: failed }));
-          }
-          if (await node.installBootUnit(paths, deps.selfCommand) && paths.root === "/") {
-            await systemctl.daemonReload();
-          }
-          const record = node.withFailpoint(
-            migrate.recorder(store, {
-              strategy: "in-place",
-              from: current.mode,
-              to,
-              sourceSlot: current.slot,
-              targetSlot: isolation.otherSlot(current.slot),
-              startedAt,
-            }),
-            deps.failpoint,
-            deps.killSelf,
-          );
-          out.log(`migrating from ${current.mode} (slot ${current.slot}) to ${to}`);
-          const result = await migrate.runInPlace({ ...spec, record }, {
-            signal: deps.interrupted,
-          });
-          let journal = await store.load().catch(() => undefined);
-          const first = migrate.find(result.error, migrate.ActionError);
-          if (
-            journal?.step === migrate.StepPreparing && !result.rolledBack &&
-            first?.action === "record" && first.step === undefined
-          ) {
-            // The first journal write failed after its rename landed: nothing
-            // was changed, so the journal must not outlive the run.
-            await store.remove().catch(() => {});
-            journal = await store.load().catch(() => undefined);
-          }
-          return report(out, "run", outcomeOf(journal, result), journal);
-        },
-      );
+        systemctl: deps.systemctl(),
+        to,
+        bundle: opts.bundle,
+        requireSignature: opts.requireSignature === true,
+        waitReadyMs,
+        lock: lockOptions(out, `stratum migrate run --to ${to}`, waitLockMs),
+        self: deps.selfCommand,
+        failpoint: deps.failpoint,
+        signal: deps.interrupted,
+        log: (l: string) => out.log(l),
+      };
+      if (strategy === migrate.StrategyReprovision) {
+        ctx.exitCode = await reprovision(
+          out,
+          to,
+          () => node.startReprovision({ ...common, wipeState: opts.wipeState === true }),
+        );
+        return;
+      }
+      const r = await node.migrateInPlace({ ...common, killSelf: deps.killSelf });
+      ctx.exitCode = report(out, "run", outcomeOf(r.journal, r.result), r.journal);
     });
+}
+
+/** Reports a reprovision's start: handed off (exit 0), or refused with nothing changed (exit 2). */
+async function reprovision(
+  out: Output,
+  to: string,
+  start: () => Promise<migrate.Journal>,
+): Promise<number> {
+  let journal: migrate.Journal;
+  try {
+    journal = await start();
+  } catch (err) {
+    if (!(err instanceof node.ErrReprovisionRefused)) throw err;
+    out.error(`migrate run: refused: ${err.message}`);
+    out.result(
+      {
+        command: "run",
+        outcome: "refused",
+        exitCode: ExitUsage,
+        message: err.message,
+        nextAction: "fix what the message names and run again; nothing was changed",
+        journal: null,
+      },
+      () => [`run: refused`, `message: ${err.message}`],
+    );
+    return ExitUsage;
+  }
+  const follow = [`journalctl -u ${node.handoffUnit} -f`, "stratum migrate status"];
+  out.result(
+    {
+      command: "run",
+      outcome: "handed-off",
+      exitCode: ExitOK,
+      unit: node.handoffUnit,
+      follow,
+      message: null,
+      nextAction:
+        `the node is being reset and bootstrapped in ${to} mode by ${node.handoffUnit}; follow it with: ${
+          follow.join(" ; ")
+        }`,
+      journal: journalDoc(journal),
+    },
+    () => [
+      `run: handed off to ${node.handoffUnit} (reset, then bootstrap in ${to} mode)`,
+      ...follow.map((f) => `follow: ${f}`),
+    ],
+  );
+  return ExitOK;
 }

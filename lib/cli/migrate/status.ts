@@ -3,21 +3,21 @@ import { messageOf } from "../../errors/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import { ExitOK, UsageError } from "../exit.ts";
-import { journalDoc, outcomeOf } from "./report.ts";
-import { loadJournal } from "./resume_recorded.ts";
-import { handoffUnit } from "./reprovision.ts";
+import * as node from "../../node/mod.ts";
+import type { Deps } from "../deps.ts";
+import { type Common, common, rootPaths } from "../flags.ts";
 import type { Context } from "../program.ts";
-import { type Common, common, type MigrateDeps, rootPaths } from "./shared.ts";
+import { journalDoc, outcomeOf } from "../report.ts";
 
 /** `stratum migrate status`. */
-export function statusCommand(group: Command, ctx: Context, deps: MigrateDeps): void {
+export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
   common(group.command("status"))
     .description("show the migration journal and the node's applied mode")
     .action(async (opts: Common) => {
       const out = ctx.output(opts);
       const paths = await rootPaths(opts.root);
       const store = new migrate.JournalStore(paths.journal);
-      const j = await loadJournal(store);
+      const j = await node.loadJournal(store);
       const applied = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {
         throw new UsageError(messageOf(e));
       });
@@ -25,8 +25,8 @@ export function statusCommand(group: Command, ctx: Context, deps: MigrateDeps): 
       const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
       const handoff = j?.strategy === migrate.StrategyReprovision && !migrate.isTerminal(j.step)
         ? {
-          unit: handoffUnit,
-          running: await deps.systemctl().isActive(handoffUnit).catch(() => false),
+          unit: node.handoffUnit,
+          running: await deps.systemctl().isActive(node.handoffUnit).catch(() => false),
         }
         : null;
       const next = !j
@@ -34,7 +34,7 @@ export function statusCommand(group: Command, ctx: Context, deps: MigrateDeps): 
         : migrate.isTerminal(j.step)
         ? o!.nextAction
         : handoff?.running
-        ? `wait: ${handoffUnit} is carrying it out (journalctl -u ${handoffUnit} -f)`
+        ? `wait: ${node.handoffUnit} is carrying it out (journalctl -u ${node.handoffUnit} -f)`
         : "run `stratum migrate resume`";
       out.result(
         {

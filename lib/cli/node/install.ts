@@ -2,14 +2,14 @@ import type { Command } from "commander";
 import { join } from "node:path";
 import * as bundle from "../../bundle/mod.ts";
 import { messageOf } from "../../errors/mod.ts";
+import * as host from "../../host/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
-import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
 import { ExitFailed, ExitOK, ExitUsage, Interrupted, UsageError } from "../exit.ts";
-import { locked, rootPaths } from "../migrate/mod.ts";
+import { lockOptions, rootPaths } from "../flags.ts";
 import { type Context, jsonOption } from "../program.ts";
-import type { NodeDeps } from "./deps.ts";
+import type { Deps } from "../deps.ts";
 
 interface InstallFlags {
   mode: string;
@@ -23,7 +23,7 @@ interface InstallFlags {
 }
 
 /** `stratum node install`: first-boot provisioning, what cloud-init runs. */
-export function installCommand(group: Command, ctx: Context, deps: NodeDeps): void {
+export function installCommand(group: Command, ctx: Context, deps: Deps): void {
   group.command("install")
     .description(
       "first-boot provisioning (cloud-init's command): verify and install the bundle, build and " +
@@ -69,94 +69,73 @@ export function installCommand(group: Command, ctx: Context, deps: NodeDeps): vo
         throw new UsageError(`--node ${JSON.stringify(name)} is not a host name`);
       }
       const paths = await rootPaths(opts.root);
-      ctx.exitCode = await locked(
-        paths,
-        out,
-        `stratum node install --mode ${mode}`,
-        waitLockMs,
-        async () => {
-          const j = await new migrate.JournalStore(paths.journal).load().catch((e) => {
-            if (migrate.is(e, migrate.ErrNoJournal)) return undefined;
-            throw e;
-          });
-          if (j) {
-            throw new UsageError(
-              `A migration journal exists (step ${j.step}): finish it with stratum migrate resume first`,
-            );
-          }
-          const refuse = (message: string) => {
-            out.error(message);
-            out.result(
-              {
-                outcome: "refused",
-                mode,
-                message,
-                nextAction: "nothing was changed; see the message",
-              },
-              () => [],
-            );
-            return ExitUsage;
-          };
-          let r: node.Installed;
-          try {
-            r = await node.install({
-              paths,
-              systemctl: deps.systemctl(),
-              mode,
-              node: name,
-              bundle: opts.bundle,
-              self: deps.selfCommand,
-              waitReadyMs,
-              ...(opts.requireSignature ? { requireSignature: true } : {}),
-              signal: deps.interrupted,
-              log: (l) => out.log(l),
-              ...afterStep(deps),
-            });
-          } catch (err) {
-            if (
-              err instanceof bundle.BundleError || err instanceof node.ErrInstalledOtherwise ||
-              err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState
-            ) {
-              return refuse(err.message);
-            }
-            const reason = deps.interrupted.aborted ? deps.interrupted.reason : undefined;
-            const message = messageOf(err);
-            out.error(`node install failed: ${message}`);
-            out.result(
-              {
-                outcome: reason instanceof Interrupted ? "interrupted" : "failed",
-                mode,
-                message,
-                nextAction:
-                  "fix what the message names, then run the same stratum node install again: it redoes what did not finish",
-              },
-              () => [],
-            );
-            return reason instanceof Interrupted ? reason.exitCode : ExitFailed;
-          }
-          for (const w of r.warnings) out.log(`warning: ${w}`);
-          out.result(
-            {
-              outcome: r.changed ? "installed" : "already-installed",
-              ...r,
-              nextAction: "none",
-            },
-            () => [
-              r.changed
-                ? `installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy`
-                : `already installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy; nothing changed`,
-              `bundle: manifest sha256 ${r.bundleDigest}${
-                r.keyId ? `, signed by trusted key ${r.keyId}` : ""
-              }`,
-            ],
-          );
-          return ExitOK;
-        },
+      const refuse = (message: string) => {
+        out.error(message);
+        out.result(
+          { outcome: "refused", mode, message, nextAction: "nothing was changed; see the message" },
+          () => [],
+        );
+        return ExitUsage;
+      };
+      let r: node.Installed;
+      try {
+        r = await node.provision({
+          paths,
+          systemctl: deps.systemctl(),
+          mode,
+          node: name,
+          bundle: opts.bundle,
+          self: deps.selfCommand,
+          waitReadyMs,
+          ...(opts.requireSignature ? { requireSignature: true } : {}),
+          lock: lockOptions(out, `stratum node install --mode ${mode}`, waitLockMs),
+          signal: deps.interrupted,
+          log: (l) => out.log(l),
+          ...afterStep(deps),
+        });
+      } catch (err) {
+        if (
+          err instanceof bundle.BundleError || err instanceof node.ErrInstalledOtherwise ||
+          err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState
+        ) {
+          ctx.exitCode = refuse(err.message);
+          return;
+        }
+        // Bad input and a held lock are the program's to report (exit 2, 75).
+        if (err instanceof node.ErrBadRequest || err instanceof host.ErrBusy) throw err;
+        const reason = deps.interrupted.aborted ? deps.interrupted.reason : undefined;
+        const message = messageOf(err);
+        out.error(`node install failed: ${message}`);
+        out.result(
+          {
+            outcome: reason instanceof Interrupted ? "interrupted" : "failed",
+            mode,
+            message,
+            nextAction:
+              "fix what the message names, then run the same stratum node install again: it redoes what did not finish",
+          },
+          () => [],
+        );
+        ctx.exitCode = reason instanceof Interrupted ? reason.exitCode : ExitFailed;
+        return;
+      }
+      for (const w of r.warnings) out.log(`warning: ${w}`);
+      out.result(
+        { outcome: r.changed ? "installed" : "already-installed", ...r, nextAction: "none" },
+        () => [
+          r.changed
+            ? `installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy`
+            : `already installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy; nothing changed`,
+          `bundle: manifest sha256 ${r.bundleDigest}${
+            r.keyId ? `, signed by trusted key ${r.keyId}` : ""
+          }`,
+        ],
       );
+      ctx.exitCode = ExitOK;
     });
 }
 
-function afterStep(deps: NodeDeps): { afterStep?: (step: string) => Promise<void> } {
+function afterStep(deps: Deps): { afterStep?: (step: string) => Promise<void> } {
   const hook = deps.killSelf && node.installFailpoint(deps.failpoint, deps.killSelf);
   return hook ? { afterStep: hook } : {};
 }

@@ -1,14 +1,12 @@
 import type { Command } from "commander";
 import type { Context } from "../program.ts";
 import { bootCommand } from "./boot.ts";
-import type { NodeDeps } from "./deps.ts";
+import type { Deps } from "../deps.ts";
 import { installCommand } from "./install.ts";
 import { statusCommand } from "./status.ts";
 
-export type { NodeDeps } from "./deps.ts";
-
 /** `stratum node install|status|boot`: this node's own stack. */
-export function nodeGroup(deps: NodeDeps) {
+export function nodeGroup(deps: Deps) {
   return (program: Command, ctx: Context): void => {
     const group = program
       .command("node")

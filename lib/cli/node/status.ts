@@ -5,12 +5,12 @@ import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { ExitAttention, ExitFailed, ExitOK } from "../exit.ts";
-import { rootPaths } from "../migrate/mod.ts";
+import { rootPaths } from "../flags.ts";
 import { type Context, jsonOption } from "../program.ts";
-import type { NodeDeps } from "./deps.ts";
+import type { Deps } from "../deps.ts";
 
 /** `stratum node status`: applied mode, slot, bundle, health. */
-export function statusCommand(group: Command, ctx: Context, deps: NodeDeps): void {
+export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
   group.command("status")
     .description("the applied mode, slot, bundle digest and health of this node's stack")
     .option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")

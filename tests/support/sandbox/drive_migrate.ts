@@ -9,6 +9,7 @@ import * as host from "../../../lib/host/mod.ts";
 import * as isolation from "../../../lib/isolation/mod.ts";
 import * as migrate from "../../../lib/migrate/mod.ts";
 import * as node from "../../../lib/node/mod.ts";
+import { bringUp } from "../bring_up.ts";
 import { health } from "./_health.ts";
 
 const [from, to, bundle, waitArg] = Deno.args;
@@ -19,7 +20,7 @@ const paths = host.hostPaths("/");
 const systemctl = new host.Systemctl({ timeout: 60_000 });
 
 const self = node.selfCommand(new URL("../../../main.ts", import.meta.url).href);
-await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
+await bringUp({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
 const before = await health();
 const store = new migrate.JournalStore(paths.journal);
 const spec = node.nodeSpec({

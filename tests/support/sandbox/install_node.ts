@@ -3,10 +3,11 @@
 import * as host from "../../../lib/host/mod.ts";
 import * as isolation from "../../../lib/isolation/mod.ts";
 import * as node from "../../../lib/node/mod.ts";
+import { bringUp } from "../bring_up.ts";
 
 const [mode, bundle] = Deno.args;
 if (!isolation.isMode(mode) || !bundle) throw new Error("usage: install_node.ts MODE BUNDLE_DIR");
-await node.installNode({
+await bringUp({
   paths: host.hostPaths("/"),
   systemctl: new host.Systemctl({ timeout: 60_000 }),
   mode,

@@ -9,6 +9,7 @@ import * as host from "../../../lib/host/mod.ts";
 import * as isolation from "../../../lib/isolation/mod.ts";
 import * as migrate from "../../../lib/migrate/mod.ts";
 import * as node from "../../../lib/node/mod.ts";
+import { bringUp } from "../bring_up.ts";
 
 const [from, to, bundle] = Deno.args;
 if (!isolation.isMode(from) || !isolation.isMode(to) || !bundle) throw new Error("usage");
@@ -27,7 +28,7 @@ async function healthy(): Promise<boolean> {
 }
 
 const self = node.selfCommand(new URL("../../../main.ts", import.meta.url).href);
-await node.installNode({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
+await bringUp({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
 
 // Time inside every hook and backend call.
 let inside = 0;

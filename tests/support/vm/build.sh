@@ -124,7 +124,7 @@ chmod 755 "$ird/init"
 (cd "$ird" && find . | cpio --quiet -o -H newc | gzip -1 >"$work/initrd.img")
 
 log "root image (ext4, 3 GiB sparse)"
-mkfs.ext4 -q -F -L stratum-root -d "$root" "$work/base.img" 3G
+mkfs.ext4 -q -F -L stratum-root -d "$root" "$work/base.img" 3G >&2
 rm -rf "$root" "$work/kernel" "$work"/linux-image-*.deb "$ird"
 date +%s >"$work/READY"
 log "built in $(($(date +%s) - start)) s"

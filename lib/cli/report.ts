@@ -1,6 +1,7 @@
-import { find } from "../../errors/mod.ts";
-import * as migrate from "../../migrate/mod.ts";
-import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "../exit.ts";
+import { find } from "../errors/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "./exit.ts";
+import type { Output } from "./output.ts";
 
 /** How a migrate command ended, as every --json document reports it. */
 export interface Outcome {
@@ -174,4 +175,49 @@ function reprovisionOutcome(journal: migrate.Journal, ended?: Ended): Outcome {
 /** The journal as JSON, with the seed's field names. */
 export function journalDoc(j: migrate.Journal | undefined): unknown {
   return j ? JSON.parse(migrate.encodeJournal(j)) : null;
+}
+
+/**
+ * The outcome of a resume: over a terminal journal it did nothing, which is
+ * `nothing-to-do` (exit 0) except for a failed migration, which still needs
+ * a person (exit 3). The journal is in the document either way.
+ */
+export function resumeOutcome(r: migrate.ResumeOutcome | undefined): Outcome {
+  if (!r) return outcomeOf(undefined);
+  if (r.acted) return outcomeOf(r.journal, r);
+  const o = outcomeOf(r.journal);
+  return o.outcome === "failed" ? o : {
+    ...o,
+    outcome: "nothing-to-do",
+    exitCode: ExitOK,
+    nextAction: `none: the migration already ended ${r.journal.step}; ${o.nextAction}`,
+  };
+}
+
+export function report(
+  out: Output,
+  command: string,
+  o: Outcome,
+  journal?: migrate.Journal,
+): number {
+  if (o.exitCode !== ExitOK) {
+    out.error(`migrate ${command}: ${o.outcome}${o.message ? `: ${o.message}` : ""}`);
+  }
+  out.result(
+    { command, ...o, journal: journalDoc(journal) },
+    () => [
+      `${command}: ${o.outcome}`,
+      ...(o.failedStep
+        ? [
+          `failed at: ${o.failedStep.action}${
+            o.failedStep.step ? ` (journal step ${o.failedStep.step})` : ""
+          }`,
+        ]
+        : []),
+      ...(o.rollback !== "not-needed" ? [`rollback: ${o.rollback}`] : []),
+      ...(o.message ? [`message: ${o.message}`] : []),
+      `next: ${o.nextAction}`,
+    ],
+  );
+  return o.exitCode;
 }

@@ -1,10 +1,15 @@
-// Resuming the migration the journal records: shared by `stratum migrate
-// resume` and `stratum node boot`, which must decide the same way.
+// Resuming the migration the journal records: the use case of `stratum
+// migrate resume`, and the first half of `stratum node boot`, which must
+// decide the same way.
 
-import type * as host from "../../host/mod.ts";
-import * as isolation from "../../isolation/mod.ts";
-import * as migrate from "../../migrate/mod.ts";
-import * as node from "../../node/mod.ts";
+import type * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+import type { SelfCommand } from "./boot_unit.ts";
+import { handoffStore } from "./failpoint.ts";
+import { type LockOptions, withLock } from "./lock.ts";
+import { reprovisionSpec } from "./reprovision.ts";
+import { nodeSpec } from "./spec.ts";
 
 /** The journal, undefined when there is none. An unreadable one rejects, never reads as "none". */
 export async function loadJournal(
@@ -18,23 +23,38 @@ export async function loadJournal(
   }
 }
 
+/** What resuming a recorded migration needs. */
+export interface ResumeOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  readonly waitReadyMs: number;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+  /** How systemd runs stratum: a reprovision's bootstrap writes the boot unit with it. */
+  readonly self: SelfCommand;
+  /** STRATUM_FAILPOINT (`kill-after-record:STEP`) for a reprovision handoff, a test aid. */
+  readonly failpoint?: string | undefined;
+  readonly killSelf?: (() => void) | undefined;
+}
+
+/**
+ * `stratum migrate resume`: under the migration lock, finishes or rolls
+ * back the migration the journal records; undefined when there is none.
+ */
+export async function resume(
+  o: ResumeOptions & { lock: LockOptions },
+): Promise<migrate.ResumeOutcome | undefined> {
+  return await withLock(o.paths, o.lock, () => resumeRecorded(o));
+}
+
 /**
  * Resumes the recorded migration, if any: undefined when there is no
  * journal; the journal untouched (`acted: false`) when it is terminal.
  * The caller holds the migration lock.
  */
-export async function resumeRecorded(o: {
-  paths: host.HostPaths;
-  systemctl: host.Systemctl;
-  waitReadyMs: number;
-  signal: AbortSignal;
-  log: (line: string) => void;
-  /** How systemd runs stratum: a reprovision's bootstrap writes the boot unit with it. */
-  self: node.SelfCommand;
-  /** STRATUM_FAILPOINT (`kill-after-record:STEP`) for a reprovision handoff, a test aid. */
-  failpoint?: string | undefined;
-  killSelf?: () => void;
-}): Promise<migrate.ResumeOutcome | undefined> {
+export async function resumeRecorded(
+  o: ResumeOptions,
+): Promise<migrate.ResumeOutcome | undefined> {
   const { paths } = o;
   const store = new migrate.JournalStore(paths.journal);
   const j = await loadJournal(store);
@@ -45,8 +65,8 @@ export async function resumeRecorded(o: {
   if (j.strategy === migrate.StrategyReprovision) {
     o.log(`continuing the ${j.from} → ${j.to} reprovision recorded at step ${j.step}`);
     const h = await migrate.handoff(
-      node.handoffStore(paths.journal, o.failpoint, o.killSelf),
-      node.reprovisionSpec({
+      handoffStore(paths.journal, o.failpoint, o.killSelf),
+      reprovisionSpec({
         paths,
         systemctl: o.systemctl,
         from: j.from,
@@ -69,7 +89,7 @@ export async function resumeRecorded(o: {
     throw new migrate.ErrCorruptJournal(store.path, "an in-place journal without its slots");
   }
   const applied = await isolation.readNodeConfig(paths.nodeConfig).catch(() => undefined);
-  const spec = node.nodeSpec({
+  const spec = nodeSpec({
     paths,
     systemctl: o.systemctl,
     from: j.from,

@@ -1,0 +1,105 @@
+import type * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+import { appliedNode, requireNoJournal } from "./applied.ts";
+import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
+import { ErrBadRequest } from "./errors.ts";
+import { withFailpoint } from "./failpoint.ts";
+import { type LockOptions, withLock } from "./lock.ts";
+import { nodeSpec } from "./spec.ts";
+
+/** What `stratum migrate run` (in place) needs. */
+export interface MigrateOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  readonly to: isolation.Mode;
+  /** The operator's bundle (one subdirectory per mode); unset: the installed copy. */
+  readonly bundle?: string | undefined;
+  readonly requireSignature?: boolean;
+  readonly waitReadyMs: number;
+  readonly lock: LockOptions;
+  /** How systemd runs stratum, for the boot unit. */
+  readonly self: SelfCommand;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+  /** STRATUM_FAILPOINT and the kill it uses (lib/node/failpoint.ts), a test aid. */
+  readonly failpoint?: string | undefined;
+  readonly killSelf: () => void;
+}
+
+/** How an in-place migration ended: the journal it left (undefined: none) and runInPlace's result. */
+export interface Migrated {
+  readonly journal: migrate.Journal | undefined;
+  readonly result: migrate.Result & { readonly error?: Error | undefined };
+  /** The mode and slot the node ran in before. */
+  readonly from: isolation.NodeConfig;
+}
+
+/**
+ * `stratum migrate run --strategy in-place`: under the migration lock,
+ * refuses (ErrBadRequest, nothing changed) while a journal is open, on a
+ * node never installed, or when it already runs in the target mode; runs
+ * preflight, and only a migration that passed it gets the boot unit, the
+ * write-ahead journal and runInPlace. A preflight failure comes back as the
+ * result's error (an ActionError of `preflight`) with no journal.
+ */
+export async function migrateInPlace(o: MigrateOptions): Promise<Migrated> {
+  const { paths, systemctl } = o;
+  return await withLock(paths, o.lock, async () => {
+    await requireNoJournal(paths);
+    const current = await appliedNode(paths);
+    if (current.mode === o.to) throw new ErrBadRequest(`This node already runs in ${o.to} mode`);
+    const startedAt = new Date();
+    const spec = nodeSpec({
+      paths,
+      systemctl,
+      from: current.mode,
+      to: o.to,
+      sourceSlot: current.slot,
+      node: current.node,
+      ...(o.bundle ? { bundle: o.bundle } : {}),
+      ...(o.requireSignature ? { requireSignature: true } : {}),
+      waitReadyMs: o.waitReadyMs,
+      migrationId: startedAt.toISOString(),
+      log: o.log,
+    });
+    // Refuse before the first change: the boot unit is installed only for a
+    // migration that passed preflight.
+    try {
+      await spec.preflight!(spec.target, o.signal);
+    } catch (err) {
+      const failed = new migrate.ActionError("preflight", undefined, err);
+      return { journal: undefined, result: { rolledBack: false, error: failed }, from: current };
+    }
+    if (await installBootUnit(paths, o.self) && paths.root === "/") {
+      await systemctl.daemonReload();
+    }
+    const store = new migrate.JournalStore(paths.journal);
+    const record = withFailpoint(
+      migrate.recorder(store, {
+        strategy: migrate.StrategyInPlace,
+        from: current.mode,
+        to: o.to,
+        sourceSlot: current.slot,
+        targetSlot: isolation.otherSlot(current.slot),
+        startedAt,
+      }),
+      o.failpoint,
+      o.killSelf,
+    );
+    o.log(`migrating from ${current.mode} (slot ${current.slot}) to ${o.to}`);
+    const result = await migrate.runInPlace({ ...spec, record }, { signal: o.signal });
+    let journal = await store.load().catch(() => undefined);
+    const first = migrate.find(result.error, migrate.ActionError);
+    if (
+      journal?.step === migrate.StepPreparing && !result.rolledBack &&
+      first?.action === "record" && first.step === undefined
+    ) {
+      // The first journal write failed after its rename landed: nothing was
+      // changed, so the journal must not outlive the run.
+      await store.remove().catch(() => {});
+      journal = await store.load().catch(() => undefined);
+    }
+    return { journal, result, from: current };
+  });
+}

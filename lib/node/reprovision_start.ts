@@ -1,0 +1,144 @@
+import * as bundle from "../bundle/mod.ts";
+import { messageOf } from "../errors/mod.ts";
+import * as exec from "../exec/mod.ts";
+import type * as host from "../host/mod.ts";
+import * as isolation from "../isolation/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+import { appliedNode, requireNoJournal } from "./applied.ts";
+import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
+import { ErrBadRequest } from "./errors.ts";
+import { type LockOptions, withLock } from "./lock.ts";
+import { bundlePolicy, preflight } from "./preflight.ts";
+import { dropWipeRequest, requestWipe } from "./wipe_state.ts";
+
+/** The handoff's transient unit: one fixed name, so systemd itself refuses a second. */
+export const handoffUnit = "stratum-reprovision.service";
+
+/** What `stratum migrate run --strategy reprovision` needs. */
+export interface ReprovisionStartOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  readonly to: isolation.Mode;
+  readonly bundle?: string | undefined;
+  readonly requireSignature: boolean;
+  /** Wipe the node's state directories in the reset (`--wipe-state`). */
+  readonly wipeState: boolean;
+  readonly waitReadyMs: number;
+  readonly lock: LockOptions;
+  readonly self: SelfCommand;
+  /** STRATUM_FAILPOINT, passed on to the handoff (a test aid). */
+  readonly failpoint: string | undefined;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+}
+
+/**
+ * A reprovision that did not start: the message says why; nothing was
+ * changed on the node.
+ */
+export class ErrReprovisionRefused extends ErrBadRequest {
+  override name = "ErrReprovisionRefused";
+}
+
+/**
+ * `stratum migrate run --strategy reprovision`, up to the handoff: under the
+ * migration lock, checks (preflight) and downloads the target's bundle,
+ * records a `--wipe-state` request if asked, writes the `reprovisioning`
+ * journal, installs the boot unit (a power cut from here on is finished by
+ * the boot path), and starts the handoff unit running `stratum migrate
+ * resume`, because this process may run inside the stack the reset stops.
+ * Returns the journal written; ErrReprovisionRefused when nothing started.
+ */
+export async function startReprovision(o: ReprovisionStartOptions): Promise<migrate.Journal> {
+  const { paths } = o;
+  return await withLock(paths, o.lock, async () => {
+    await requireNoJournal(paths);
+    const current = await appliedNode(paths);
+    if (current.mode === o.to) throw new ErrBadRequest(`This node already runs in ${o.to} mode`);
+    try {
+      const checked = await preflight({
+        paths,
+        from: current.mode,
+        to: o.to,
+        sourceSlot: current.slot,
+        bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : paths.bundle(o.to),
+        requireSignature: o.requireSignature,
+      });
+      for (const w of checked.warnings) o.log(`warning: ${w}`);
+      if (o.bundle) {
+        o.log(`download: copying ${o.bundle}/${o.to} to ${paths.bundle(o.to)} and verifying it`);
+        await bundle.installBundle(
+          `${o.bundle}/${o.to}`,
+          paths.bundle(o.to),
+          await bundlePolicy(paths, o.requireSignature),
+        );
+      }
+    } catch (err) {
+      throw new ErrReprovisionRefused(messageOf(err), { cause: err });
+    }
+    const startedAt = new Date();
+    if (o.wipeState) {
+      // What the source and the target keep: the reset wipes it, before the
+      // bootstrap makes it anew, empty and marked.
+      const source = await isolation.readStack(paths.slot(current.slot)).then(
+        (s) => s.state,
+        () => [],
+      );
+      const target = await isolation.readStack(paths.bundle(o.to)).then((s) => s.state, () => []);
+      const state = [...new Set([...source, ...target])];
+      o.log(
+        `wipe-state: the reset will remove ${state.join(", ") || "nothing (no state declared)"}`,
+      );
+      await requestWipe(paths, startedAt.toISOString(), state);
+    }
+    const store = new migrate.JournalStore(paths.journal);
+    const journal = await store.save({
+      version: migrate.JournalVersion,
+      strategy: migrate.StrategyReprovision,
+      from: current.mode,
+      to: o.to,
+      step: migrate.StepReprovisioning,
+      startedAt,
+      updatedAt: startedAt,
+    }).catch(async (err) => {
+      await dropWipeRequest(paths).catch(() => {});
+      throw err;
+    });
+    // A power cut from here on is finished by the boot path.
+    if (await installBootUnit(paths, o.self) && paths.root === "/") {
+      await o.systemctl.daemonReload();
+    }
+    const argv = [
+      "systemd-run",
+      `--unit=${handoffUnit}`,
+      "--collect",
+      "--description=Stratum reprovision handoff",
+      ...Object.entries(o.self.env ?? {}).map(([k, v]) => `--setenv=${k}=${v}`),
+      ...(o.failpoint ? [`--setenv=STRATUM_FAILPOINT=${o.failpoint}`] : []),
+      "--",
+      ...o.self.argv,
+      "migrate",
+      "resume",
+      "--root",
+      paths.root,
+      "--wait-lock",
+      "10m",
+      "--wait-ready",
+      `${Math.ceil(o.waitReadyMs / 1000)}s`,
+    ];
+    const r = await exec.run(argv, { timeoutMs: 60_000, signal: o.signal }).catch((e) =>
+      e as Error
+    );
+    if (r instanceof Error || r.code !== 0) {
+      // Nothing was reset: the journal must not make the next boot do it.
+      await store.remove();
+      await dropWipeRequest(paths);
+      throw new ErrReprovisionRefused(
+        `cannot start the handoff unit ${handoffUnit}: ${
+          r instanceof Error ? r.message : r.stderr.trim() || `exit code ${r.code}`
+        }`,
+      );
+    }
+    return journal;
+  });
+}

@@ -169,6 +169,20 @@ export class Vm implements AsyncDisposable {
     return r.stdout;
   }
 
+  /** A clean shutdown (`systemctl poweroff`): every unit stops, the disk is synced; qemu exits. */
+  async shutdown(): Promise<void> {
+    if (!this.#qemu) return;
+    await this.exec(["systemctl", "--no-block", "poweroff"]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const done = await Promise.race([
+      this.#qemu.status.then(() => true),
+      new Promise<boolean>((r) => timer = setTimeout(() => r(false), 120_000)),
+    ]);
+    clearTimeout(timer);
+    if (!done) throw new Error("vm: the guest did not power off within 120 s");
+    await this.powerCut(); // qemu has exited: this only tidies up
+  }
+
   /** The power goes out: SIGKILL of qemu itself; whatever the guest had not written is gone. */
   async powerCut(): Promise<void> {
     if (!this.#qemu) return;

@@ -104,18 +104,11 @@ Deno.test({
       await waitHealthy(vm, label);
       return performance.now() - t0;
     };
-    const install = () =>
-      vm.exec([
-        stratum,
-        "node",
-        "install",
-        "--mode",
-        "host",
-        "--bundle",
-        bundle,
-        "--node",
-        "node-1",
-      ]);
+    const install = (env: Record<string, string> = {}) =>
+      vm.exec(
+        [stratum, "node", "install", "--mode", "host", "--bundle", bundle, "--node", "node-1"],
+        { env },
+      );
 
     if (which === "all") {
       // An install cut short at each of its steps is finished by running it
@@ -123,10 +116,7 @@ Deno.test({
       // ended. Chained: each run starts over what the last cut left.
       for (const step of installSteps) {
         await t.step(`power cut during node install, after ${step}`, async () => {
-          const r = await vm.exec(
-            [stratum, "node", "install", "--mode", "host", "--bundle", bundle, "--node", "node-1"],
-            { env: { STRATUM_FAILPOINT: `kill-after-install:${step}` } },
-          );
+          const r = await install({ STRATUM_FAILPOINT: `kill-after-install:${step}` });
           // Once committed, a run finds the node installed and has no step left to die at.
           assert([137, 0].includes(r.code), `${step}: ${r.code} ${r.stderr}`);
           await vm.powerCut();
@@ -136,17 +126,7 @@ Deno.test({
     }
 
     await t.step("power cut right after node install returns", async () => {
-      const r = await vm.exec([
-        stratum,
-        "node",
-        "install",
-        "--mode",
-        "host",
-        "--bundle",
-        bundle,
-        "--node",
-        "node-1",
-      ]);
+      const r = await install();
       assertEquals(r.code, 0, r.stderr);
       // Right then: whatever install left only in the page cache is lost.
       const ms = await cutAndBoot("after install");

@@ -6,7 +6,7 @@ import { writeFileDurable } from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as node from "../node/mod.ts";
 import { ExitOK, ExitUsage, UsageError } from "./exit.ts";
-import { rootPaths } from "./flags.ts";
+import { checkMode, rootPaths } from "./flags.ts";
 import { type Context, jsonOption } from "./program.ts";
 
 /** `stratum bundle make|sign|verify`. */
@@ -149,13 +149,6 @@ export function bundleGroup() {
         },
       );
   };
-}
-
-function checkMode(m: string): isolation.Mode {
-  if (!isolation.isMode(m)) {
-    throw new UsageError(`unknown mode ${JSON.stringify(m)} (${isolation.modes.join(", ")})`);
-  }
-  return m;
 }
 
 /** The mode directories (host, nspawn) in a bundle; none is bad input. */

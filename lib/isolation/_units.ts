@@ -37,14 +37,6 @@ ${services.map((s) => `BindsTo=${s}\nAfter=${s}`).join("\n")}
 `;
 }
 
-/** Quotes one ExecStart argument for systemd, escaping its specifiers (%) and variables ($). */
-export function quoteExec(arg: string): string {
-  const escaped = arg.replaceAll("%", "%%").replaceAll("$", "$$");
-  return /^[A-Za-z0-9_./:=@%+,$-]+$/.test(escaped)
-    ? escaped
-    : `"${escaped.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
-}
-
 /** The units of `slot` present in the unit directory. */
 export async function unitsOf(paths: HostPaths, slot: Slot): Promise<string[]> {
   const out: string[] = [];

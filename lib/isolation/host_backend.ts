@@ -1,6 +1,6 @@
+import { quoteExecArg } from "../host/mod.ts";
 import {
   layOut,
-  quoteExec,
   serviceUnit,
   targetText,
   targetUnit,
@@ -41,7 +41,7 @@ PartOf=${targetUnit(spec.slot)}
 Type=notify
 NotifyAccess=main
 WorkingDirectory=${slotDir}
-ExecStart=${expand(s.exec, slotDir, spec.node).map(quoteExec).join(" ")}
+ExecStart=${expand(s.exec, slotDir, spec.node).map(quoteExecArg).join(" ")}
 KillMode=mixed
 TimeoutStartSec=60
 TimeoutStopSec=30

@@ -29,6 +29,7 @@ export { HostBackend } from "./host_backend.ts";
 export { NspawnBackend } from "./nspawn_backend.ts";
 export { backendFor } from "./backend_for.ts";
 export { ErrBadStack, expand, readStack, type Stack } from "./stack.ts";
+export { probeHealth } from "./health.ts";
 export {
   checkState,
   checkStateDir,

@@ -1,8 +1,8 @@
+import { quoteExecArg } from "../host/mod.ts";
 import { ensureDir, syncTree } from "../host/mod.ts";
 import { join } from "node:path";
 import {
   layOut,
-  quoteExec,
   serviceUnit,
   targetText,
   targetUnit,
@@ -86,7 +86,7 @@ PartOf=${targetUnit(spec.slot)}
 [Service]
 Type=notify
 KillMode=mixed
-ExecStart=${argv.map(quoteExec).join(" ")}
+ExecStart=${argv.map(quoteExecArg).join(" ")}
 TimeoutStartSec=60
 TimeoutStopSec=30
 `;

@@ -2,6 +2,8 @@ import { join } from "node:path";
 import {
   ensureDir,
   type HostPaths,
+  quoteEnvAssignment,
+  quoteExecArg,
   removeFileDurable,
   symlinkDurable,
   writeFileDurable,
@@ -32,7 +34,7 @@ export interface SelfCommand {
  */
 export function bootUnitText(self: SelfCommand): string {
   const env = Object.entries(self.env ?? {}).map(([k, v]) =>
-    `Environment=${quoteUnit(`${k}=${v}`)}\n`
+    `Environment=${quoteEnvAssignment(`${k}=${v}`)}\n`
   ).join("");
   return `# Written by stratum. At every boot: finish or roll back a migration a crash
 # or power loss interrupted, then start the node stack node.json names.
@@ -45,7 +47,7 @@ After=local-fs.target network-pre.target stratum-firewall-flush.service
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-${env}ExecStart=${self.argv.map(quoteUnit).join(" ")} node boot
+${env}ExecStart=${self.argv.map(quoteExecArg).join(" ")} node boot
 TimeoutStartSec=15min
 # Killed or failed to start the stack: try again. 2 (bad input) and 3 (needs
 # attention) are a person's to resolve; the journal's loop guard bounds the rest.
@@ -88,12 +90,6 @@ export async function installBootUnit(paths: HostPaths, self: SelfCommand): Prom
 }
 
 /** Quotes one word of a unit file's command line or assignment when it needs it. */
-function quoteUnit(s: string): string {
-  const escaped = s.replaceAll("%", "%%");
-  return /^[A-Za-z0-9_./:=@%+,-]+$/.test(escaped)
-    ? escaped
-    : `"${escaped.replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
-}
 
 /**
  * How systemd runs this program: the one-file launcher's own path when it

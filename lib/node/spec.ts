@@ -146,14 +146,9 @@ export async function waitReady(
     const active = await o.systemctl.isActive(unit);
     let health = "no answer";
     if (active) {
-      try {
-        const r = await fetch(stack.health.url, { signal: AbortSignal.timeout(2000) });
-        await r.body?.cancel();
-        if (r.ok) return;
-        health = `HTTP ${r.status}`;
-      } catch {
-        health = "no answer";
-      }
+      const r = await isolation.probeHealth(stack.health.url);
+      if (r.ok) return;
+      health = r.detail;
     }
     last = `${unit} ${active ? "active" : "not active"}, ${stack.health.url}: ${health}`;
     if (performance.now() >= deadline) {

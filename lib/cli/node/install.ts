@@ -7,7 +7,7 @@ import * as isolation from "../../isolation/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
 import { ExitFailed, ExitOK, ExitUsage, Interrupted, UsageError } from "../exit.ts";
-import { lockOptions, rootPaths } from "../flags.ts";
+import { checkMode, lockOptions, rootPaths } from "../flags.ts";
 import { type Context, jsonOption } from "../program.ts";
 import type { Deps } from "../deps.ts";
 
@@ -52,12 +52,7 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
     )
     .action(async (opts: InstallFlags) => {
       const out = ctx.output(opts);
-      if (!isolation.isMode(opts.mode)) {
-        throw new UsageError(
-          `unknown mode ${JSON.stringify(opts.mode)} (${isolation.modes.join(", ")})`,
-        );
-      }
-      const mode = opts.mode;
+      const mode = checkMode(opts.mode);
       const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
       const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
       const modeDir = await Deno.stat(join(opts.bundle, mode)).catch(() => undefined);

@@ -54,14 +54,8 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
       const unit = isolation.targetUnit(applied.slot);
       const active = await systemctl.isActive(unit).catch(() => false);
       const stack = await isolation.readStack(paths.slot(applied.slot)).catch(() => undefined);
-      let healthy = false;
-      if (active && stack) {
-        try {
-          const r = await fetch(stack.health.url, { signal: AbortSignal.timeout(2000) });
-          await r.body?.cancel();
-          healthy = r.ok;
-        } catch { /* not answering */ }
-      }
+      const healthy = active && stack !== undefined &&
+        (await isolation.probeHealth(stack.health.url)).ok;
       out.result(
         {
           installed: true,

@@ -2,7 +2,9 @@
 // Figures for a node's life on real systemd in the test sandbox, through the
 // CLI as an operator runs it: `stratum node install` to healthy, and the
 // stack's downtime (longest gap in health answers, probed every 10 ms) of an
-// in-place migration against a reprovision of the same bundle, same run.
+// in-place migration against a reprovision of the same bundle, and an
+// upgrade (`stratum node upgrade`, A/B to release 2) against the new stack's
+// own restart, same run.
 // Needs root and namespaces.
 //
 // Run: deno task bench:lifecycle [RUNS]
@@ -18,6 +20,10 @@ const runs = Number(Deno.args[0] ?? "3");
 await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
 const bundle = await makeBundle(
   await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bench-" }),
+);
+const v2 = await makeBundle(
+  await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bench-v2-" }),
+  { release: "2" },
 );
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -45,7 +51,13 @@ async function probed(sb: Sandbox, work: () => Promise<void>): Promise<number> {
   return Number((await probe).stdout.trim());
 }
 
-const rows: { installMs: number; inPlaceMs: number; reprovisionMs: number }[] = [];
+const rows: {
+  installMs: number;
+  inPlaceMs: number;
+  reprovisionMs: number;
+  upgradeMs: number;
+  restartMs: number;
+}[] = [];
 for (let i = 0; i < runs; i++) {
   await using sb = await Sandbox.start();
   const stratum = async (...args: string[]) => {
@@ -79,7 +91,15 @@ for (let i = 0; i < runs; i++) {
       await new Promise((r) => setTimeout(r, 100));
     }
   });
-  rows.push({ installMs, inPlaceMs, reprovisionMs });
+  await stratum("migrate", "ack");
+  // The reprovision left host mode in slot a; the upgrade builds release 2 in slot b.
+  const upgradeMs = await probed(sb, async () => {
+    await stratum("node", "upgrade", "--bundle", v2);
+  });
+  const restartMs = await probed(sb, async () => {
+    await sb.exec(["systemctl", "restart", "stratum-b.target"]);
+  });
+  rows.push({ installMs, inPlaceMs, reprovisionMs, upgradeMs, restartMs });
 }
 const m = (k: keyof typeof rows[0]) => med(rows.map((r) => r[k]));
 console.log(`median of ${runs} runs, through the CLI (deno run main.ts) in the sandbox:`);
@@ -88,4 +108,9 @@ console.log(`  downtime, in-place host → nspawn:        ${m("inPlaceMs")} ms`)
 console.log(`  downtime, reprovision nspawn → host:     ${m("reprovisionMs")} ms`);
 console.log(
   `  ratio reprovision / in-place:            ${(m("reprovisionMs") / m("inPlaceMs")).toFixed(1)}`,
+);
+console.log(`  downtime, upgrade host → host (release 2): ${m("upgradeMs")} ms`);
+console.log(`  downtime, restart of the new stack:      ${m("restartMs")} ms`);
+console.log(
+  `  ratio upgrade / the new stack's restart: ${(m("upgradeMs") / m("restartMs")).toFixed(1)}`,
 );

@@ -57,6 +57,21 @@ Deno.test("load() of a missing file is ErrNoJournal", async () => {
   await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
 });
 
+Deno.test("an in-place journal that keeps the mode (an upgrade) round-trips", async () => {
+  const dir = await Deno.makeTempDir();
+  const store = new migrate.JournalStore(`${dir}/migration.json`);
+  const upgrade = { ...sample(), to: "host" as const };
+  await store.save(upgrade);
+  const back = await store.load();
+  assertEquals([back.from, back.to, back.strategy, back.step], [
+    "host",
+    "host",
+    "in-place",
+    "persisting",
+  ]);
+  await Deno.remove(dir, { recursive: true });
+});
+
 Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never ErrNoJournal", async (t) => {
   const good = migrate.encodeJournal(sample());
   const cases: Record<string, string> = {
@@ -80,7 +95,16 @@ Deno.test("load() of a damaged file is ErrCorruptJournal naming the file, never 
       /"startedAt": "[^"]+"/,
       '"startedAt": "2026-11-30T10:00:00+25:00"',
     ),
-    "from == to": good.replace('"to": "nspawn"', '"to": "host"'),
+    // An in-place journal may keep the mode (an upgrade); a reprovision may not.
+    "reprovision from == to": migrate.encodeJournal({
+      version: migrate.JournalVersion,
+      strategy: migrate.StrategyReprovision,
+      from: "host",
+      to: "host",
+      step: migrate.StepReprovisioning,
+      startedAt: new Date("2026-11-30T10:00:00Z"),
+      updatedAt: new Date("2026-11-30T10:00:00Z"),
+    }),
     "attempts 1e308": good.replace('"step"', '"attempts": 1e308,\n  "step"'),
     "attempts -1": good.replace('"step"', '"attempts": -1,\n  "step"'),
     "attempts 2.5": good.replace('"step"', '"attempts": 2.5,\n  "step"'),

@@ -6,31 +6,62 @@ import { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
 
 /**
  * Installs a bundle's mode directory at `dest` so that `dest` is always a
- * whole verified bundle, the old one or the new one, also across a power cut.
- *
- * The source is verified first (signature and files), and the copy again.
- * `dest` is a symlink to a versioned directory beside it (`.NAME-VERSION`),
- * as Kubernetes' atomic writer does for projected volumes. The new version
- * is copied, fsynced, verified, and then a new symlink is renamed over
- * `dest`, which swaps them in one step; old versions are removed after.
- * A real directory at `dest` (an earlier layout) is moved aside first.
+ * whole verified bundle, the old one or the new one, also across a power cut:
+ * {@linkcode stageBundle}, then {@linkcode promoteBundle}.
  */
 export async function installBundle(
   src: string,
   dest: string,
   opts: VerifyOptions = {},
 ): Promise<Verified> {
+  const verified = await stageBundle(src, stagedPath(dest), opts);
+  await promoteBundle(dest);
+  return verified;
+}
+
+/** Where a bundle about to replace `dest` is staged (beside it, hidden). */
+export function stagedPath(dest: string): string {
+  return join(dirname(dest), `.${basename(dest)}.next`);
+}
+
+/**
+ * Verifies `src` (signature and files), copies it to `staged`, fsyncs it and
+ * verifies the copy, without touching what is installed: an upgrade stages
+ * the new version and promotes it only once it is proven.
+ */
+export async function stageBundle(
+  src: string,
+  staged: string,
+  opts: VerifyOptions = {},
+): Promise<Verified> {
   const verified = await verifyBundle(src, opts);
+  await ensureDir(dirname(staged));
+  await Deno.remove(staged, { recursive: true }).catch(() => {});
+  await cp(src, staged, { recursive: true, preserveTimestamps: true });
+  await syncTree(staged);
+  await syncDir(dirname(staged));
+  await verifyBundle(staged, opts);
+  return verified;
+}
+
+/**
+ * Makes the staged bundle (see {@linkcode stagedPath}) the one installed at
+ * `dest`. `dest` is a symlink to a versioned directory beside it
+ * (`.NAME-VERSION`), as Kubernetes' atomic writer does for projected
+ * volumes: the staged tree is renamed to a new version, a new symlink is
+ * renamed over `dest`, which swaps them in one step, and old versions are
+ * removed after. A real directory at `dest` (an earlier layout) is moved
+ * aside first. Idempotent: with nothing staged it does nothing, so a resume
+ * may repeat it. Returns whether it promoted.
+ */
+export async function promoteBundle(dest: string): Promise<boolean> {
   const parent = dirname(dest);
   const name = basename(dest);
+  const staged = stagedPath(dest);
+  if (!(await Deno.lstat(staged).then((s) => s.isDirectory, () => false))) return false;
   const version = `.${name}-${Date.now().toString(36)}-${Deno.pid}`;
-  const tmp = join(parent, version);
-  await ensureDir(parent);
-  await Deno.remove(tmp, { recursive: true }).catch(() => {});
-  await cp(src, tmp, { recursive: true, preserveTimestamps: true });
-  await syncTree(tmp);
+  await Deno.rename(staged, join(parent, version));
   await syncDir(parent);
-  await verifyBundle(tmp, opts);
   const link = join(parent, `.${name}.link-${Deno.pid}`);
   await Deno.remove(link).catch(() => {});
   await Deno.symlink(version, link);
@@ -45,7 +76,16 @@ export async function installBundle(
     }
   }
   await syncDir(parent);
-  return verified;
+  return true;
+}
+
+/** Removes a staged bundle that will not be promoted (an upgrade rolled back). */
+export async function dropStaged(dest: string): Promise<void> {
+  const staged = stagedPath(dest);
+  await Deno.remove(staged, { recursive: true }).catch((err) => {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  });
+  await syncDir(dirname(staged)).catch(() => {});
 }
 
 /** Total size in bytes of the files under `dir`. */

@@ -43,4 +43,11 @@ export {
   type TrustedKey,
 } from "./signature.ts";
 export { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
-export { installBundle, sizeOf } from "./install.ts";
+export {
+  dropStaged,
+  installBundle,
+  promoteBundle,
+  sizeOf,
+  stageBundle,
+  stagedPath,
+} from "./install.ts";

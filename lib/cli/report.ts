@@ -199,9 +199,10 @@ export function report(
   command: string,
   o: Outcome,
   journal?: migrate.Journal,
+  group = "migrate",
 ): number {
   if (o.exitCode !== ExitOK) {
-    out.error(`migrate ${command}: ${o.outcome}${o.message ? `: ${o.message}` : ""}`);
+    out.error(`${group} ${command}: ${o.outcome}${o.message ? `: ${o.message}` : ""}`);
   }
   out.result(
     { command, ...o, journal: journalDoc(journal) },

@@ -1,6 +1,6 @@
 import { isMode, isSlot, type Mode } from "../isolation/mod.ts";
 import { isStep, type Step } from "./step.ts";
-import { isStrategy, type Strategy } from "./strategy.ts";
+import { isStrategy, type Strategy, StrategyInPlace } from "./strategy.ts";
 
 /** The schema version of a Journal. */
 export const JournalVersion = 1;
@@ -76,7 +76,10 @@ export function decodeJournal(text: string): Journal {
   if (!isStrategy(o.strategy)) throw new Error(`unknown strategy ${JSON.stringify(o.strategy)}`);
   if (!isMode(o.from)) throw new Error(`unknown mode in "from": ${JSON.stringify(o.from)}`);
   if (!isMode(o.to)) throw new Error(`unknown mode in "to": ${JSON.stringify(o.to)}`);
-  if (o.from === o.to) throw new Error(`"from" and "to" are both ${o.from}: not a migration`);
+  // from === to is an upgrade: the same mode, a new bundle, through the other slot.
+  if (o.from === o.to && o.strategy !== StrategyInPlace) {
+    throw new Error(`"from" and "to" are both ${o.from}: only an in-place upgrade keeps the mode`);
+  }
   if (!isStep(o.step)) throw new Error(`unknown step ${JSON.stringify(o.step)}`);
   for (const k of ["sourceSlot", "targetSlot"] as const) {
     if (o[k] !== undefined && !isSlot(o[k])) {

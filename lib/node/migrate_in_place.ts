@@ -44,62 +44,74 @@ export interface Migrated {
  * result's error (an ActionError of `preflight`) with no journal.
  */
 export async function migrateInPlace(o: MigrateOptions): Promise<Migrated> {
-  const { paths, systemctl } = o;
-  return await withLock(paths, o.lock, async () => {
-    await requireNoJournal(paths);
-    const current = await appliedNode(paths);
+  return await withLock(o.paths, o.lock, async () => {
+    await requireNoJournal(o.paths);
+    const current = await appliedNode(o.paths);
     if (current.mode === o.to) throw new ErrBadRequest(`This node already runs in ${o.to} mode`);
-    const startedAt = new Date();
-    const spec = nodeSpec({
-      paths,
-      systemctl,
+    return await runRecorded(o, current);
+  });
+}
+
+/**
+ * The in-place steps from `current` to `o.to` (the same mode for an
+ * upgrade), once the caller holds the lock and has checked the request:
+ * preflight, the boot unit, the write-ahead journal and runInPlace.
+ */
+export async function runRecorded(
+  o: Omit<MigrateOptions, "lock">,
+  current: isolation.NodeConfig,
+): Promise<Migrated> {
+  const { paths, systemctl } = o;
+  const startedAt = new Date();
+  const spec = nodeSpec({
+    paths,
+    systemctl,
+    from: current.mode,
+    to: o.to,
+    sourceSlot: current.slot,
+    node: current.node,
+    ...(o.bundle ? { bundle: o.bundle } : {}),
+    ...(o.requireSignature ? { requireSignature: true } : {}),
+    waitReadyMs: o.waitReadyMs,
+    migrationId: startedAt.toISOString(),
+    log: o.log,
+  });
+  // Refuse before the first change: the boot unit is installed only for a
+  // migration that passed preflight.
+  try {
+    await spec.preflight!(spec.target, o.signal);
+  } catch (err) {
+    const failed = new migrate.ActionError("preflight", undefined, err);
+    return { journal: undefined, result: { rolledBack: false, error: failed }, from: current };
+  }
+  if (await installBootUnit(paths, o.self) && paths.root === "/") {
+    await systemctl.daemonReload();
+  }
+  const store = new migrate.JournalStore(paths.journal);
+  const record = withFailpoint(
+    migrate.recorder(store, {
+      strategy: migrate.StrategyInPlace,
       from: current.mode,
       to: o.to,
       sourceSlot: current.slot,
-      node: current.node,
-      ...(o.bundle ? { bundle: o.bundle } : {}),
-      ...(o.requireSignature ? { requireSignature: true } : {}),
-      waitReadyMs: o.waitReadyMs,
-      migrationId: startedAt.toISOString(),
-      log: o.log,
-    });
-    // Refuse before the first change: the boot unit is installed only for a
-    // migration that passed preflight.
-    try {
-      await spec.preflight!(spec.target, o.signal);
-    } catch (err) {
-      const failed = new migrate.ActionError("preflight", undefined, err);
-      return { journal: undefined, result: { rolledBack: false, error: failed }, from: current };
-    }
-    if (await installBootUnit(paths, o.self) && paths.root === "/") {
-      await systemctl.daemonReload();
-    }
-    const store = new migrate.JournalStore(paths.journal);
-    const record = withFailpoint(
-      migrate.recorder(store, {
-        strategy: migrate.StrategyInPlace,
-        from: current.mode,
-        to: o.to,
-        sourceSlot: current.slot,
-        targetSlot: isolation.otherSlot(current.slot),
-        startedAt,
-      }),
-      o.failpoint,
-      o.killSelf,
-    );
-    o.log(`migrating from ${current.mode} (slot ${current.slot}) to ${o.to}`);
-    const result = await migrate.runInPlace({ ...spec, record }, { signal: o.signal });
-    let journal = await store.load().catch(() => undefined);
-    const first = migrate.find(result.error, migrate.ActionError);
-    if (
-      journal?.step === migrate.StepPreparing && !result.rolledBack &&
-      first?.action === "record" && first.step === undefined
-    ) {
-      // The first journal write failed after its rename landed: nothing was
-      // changed, so the journal must not outlive the run.
-      await store.remove().catch(() => {});
-      journal = await store.load().catch(() => undefined);
-    }
-    return { journal, result, from: current };
-  });
+      targetSlot: isolation.otherSlot(current.slot),
+      startedAt,
+    }),
+    o.failpoint,
+    o.killSelf,
+  );
+  o.log(`migrating from ${current.mode} (slot ${current.slot}) to ${o.to}`);
+  const result = await migrate.runInPlace({ ...spec, record }, { signal: o.signal });
+  let journal = await store.load().catch(() => undefined);
+  const first = migrate.find(result.error, migrate.ActionError);
+  if (
+    journal?.step === migrate.StepPreparing && !result.rolledBack &&
+    first?.action === "record" && first.step === undefined
+  ) {
+    // The first journal write failed after its rename landed: nothing was
+    // changed, so the journal must not outlive the run.
+    await store.remove().catch(() => {});
+    journal = await store.load().catch(() => undefined);
+  }
+  return { journal, result, from: current };
 }

@@ -64,7 +64,12 @@ export { ErrBadRequest, ErrJournalExists, ErrNotInstalled } from "./errors.ts";
 export { type LockOptions, withLock } from "./lock.ts";
 export { appliedNode, nextFor, requireNoJournal } from "./applied.ts";
 export { loadJournal, resume, type ResumeOptions, resumeRecorded } from "./recorded.ts";
-export { type Migrated, migrateInPlace, type MigrateOptions } from "./migrate_in_place.ts";
+export {
+  type Migrated,
+  migrateInPlace,
+  type MigrateOptions,
+  runRecorded,
+} from "./migrate_in_place.ts";
 export {
   ErrReprovisionRefused,
   handoffUnit,
@@ -72,4 +77,5 @@ export {
   startReprovision,
 } from "./reprovision_start.ts";
 export { provision } from "./provision.ts";
+export { upgrade, type Upgraded, type UpgradeOptions } from "./upgrade.ts";
 export { ack } from "./ack.ts";

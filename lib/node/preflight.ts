@@ -19,6 +19,8 @@ export interface PreflightInput {
   readonly bundleModeDir: string;
   /** Refuse an unsigned bundle even when the node trusts no keys. */
   readonly requireSignature?: boolean;
+  /** An upgrade: the same mode, a new bundle (from === to is expected, not refused). */
+  readonly upgrade?: boolean;
   readonly nspawn?: string;
 }
 
@@ -52,7 +54,9 @@ export async function preflight(
   state: readonly StatePlan[];
 }> {
   const { paths, from, to } = input;
-  if (from === to) throw new ErrPreflight(`The node already runs in ${to} mode`);
+  if (from === to && !input.upgrade) {
+    throw new ErrPreflight(`The node already runs in ${to} mode`);
+  }
   if (to === "nspawn") {
     const nspawn = input.nspawn ?? "/usr/bin/systemd-nspawn";
     if (!(await Deno.stat(nspawn).then(() => true, () => false))) {

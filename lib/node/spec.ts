@@ -50,6 +50,13 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
   const target = isolation.otherSlot(o.sourceSlot);
   const targetRoot: isolation.SlotRef = { mode: o.to, slot: target };
   const installed = paths.bundle(o.to);
+  // An upgrade (same mode, new bundle) stages the new version beside the
+  // installed one and builds the target from it; the installed link moves
+  // to it only once the target is proven (removeSourceConfig), and a
+  // rollback drops it (discardConfig), so the installed bundle always names
+  // what runs, also after a crash at any step.
+  const upgrade = o.from === o.to;
+  const targetBundle = upgrade ? bundle.stagedPath(installed) : installed;
   const snapshot = new host.ConfigSnapshot({
     root: paths.root,
     dir: paths.snapshotDir,
@@ -63,7 +70,7 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
     source: isolation.backendFor(o.from, deps),
     sourceRoot: { mode: o.from, slot: o.sourceSlot },
     target: isolation.backendFor(o.to, deps),
-    targetSpec: { slot: target, node: o.node, bundleDir: installed, claim },
+    targetSpec: { slot: target, node: o.node, bundleDir: targetBundle, claim },
     targetRoot,
     preflight: async () => {
       const r = await preflight({
@@ -72,6 +79,7 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
         to: o.to,
         sourceSlot: o.sourceSlot,
         bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : installed,
+        ...(upgrade ? { upgrade: true } : {}),
         ...(o.requireSignature ? { requireSignature: true } : {}),
       });
       for (const w of r.warnings) log(`warning: ${w}`);
@@ -85,6 +93,15 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
     },
     download: async () => {
       if (!o.bundle) return;
+      if (upgrade) {
+        log(`download: staging ${o.bundle}/${o.to} as ${targetBundle} and verifying it`);
+        await bundle.stageBundle(
+          `${o.bundle}/${o.to}`,
+          targetBundle,
+          await bundlePolicy(paths, o.requireSignature),
+        );
+        return;
+      }
       log(`download: copying ${o.bundle}/${o.to} to ${installed} and verifying it`);
       await bundle.installBundle(
         `${o.bundle}/${o.to}`,
@@ -103,7 +120,10 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
         );
       }
     },
-    discardConfig: () => snapshot.discard(),
+    discardConfig: async () => {
+      await snapshot.discard();
+      if (upgrade) await bundle.dropStaged(installed);
+    },
     cleanupNetwork: async (signal) => {
       const r = await host.cleanupNetwork({ root: paths.root, signal });
       const n = r.links.length + r.chains.length + r.tables.length + (r.bpf ? 1 : 0);
@@ -119,9 +139,14 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
     },
     restoreSource: () => isolation.restoreNodeConfig(paths.nodeConfig, paths.nodeConfigSaved),
     waitReady: (signal) => waitReady({ ...o, target: targetRoot, signal, log }),
-    removeSourceConfig: () => host.removeFileDurable(paths.nodeConfigSaved),
+    removeSourceConfig: async () => {
+      if (upgrade && (await bundle.promoteBundle(installed))) {
+        log(`upgrade: ${installed} is now the new bundle`);
+      }
+      await host.removeFileDurable(paths.nodeConfigSaved);
+    },
     prepareHost: async (signal) => {
-      await isolation.unprepareHost(paths, o.from);
+      if (!upgrade) await isolation.unprepareHost(paths, o.from);
       if (await isolation.prepareHost(paths, o.to)) await systemctl.daemonReload({ signal });
     },
   };

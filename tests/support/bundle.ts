@@ -52,8 +52,8 @@ if state:
 
 class Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        if self.path == "/starts":
-            body = ("%d\\n" % starts).encode()
+        if self.path in ("/starts", "/release"):
+            body = ("%s\\n" % (starts if self.path == "/starts" else opts.get("release", "1"))).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -93,6 +93,8 @@ export async function makeBundle(
     twoServices?: boolean;
     /** Declare no state directory (a stateless stack). */
     stateless?: boolean;
+    /** The stack's release (default 1): another release is another bundle (an upgrade). */
+    release?: string;
   } = {},
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
@@ -108,6 +110,7 @@ export async function makeBundle(
         `--mode=${mode}`,
         `--behavior=${behavior}`,
         ...(opts.stateless ? [] : [`--state=${stackState}`, `--counter=starts-${name}`]),
+        ...(opts.release ? [`--release=${opts.release}`] : []),
       ],
     });
     await writeMode(join(dir, mode), {
@@ -142,9 +145,13 @@ export const etcdUrl = "http://127.0.0.1:2379";
  * etcdData}, for both modes; returns `dir`. etcd tells systemd when it
  * serves (sd_notify), so the units' Type=notify holds for it.
  */
-export async function makeEtcdBundle(dir: string): Promise<string> {
+export async function makeEtcdBundle(
+  dir: string,
+  opts: { release?: string } = {},
+): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
     await writeMode(join(dir, mode), {
+      ...(opts.release ? { RELEASE: `${opts.release}\n` } : {}),
       "stack.json": JSON.stringify(
         {
           services: [{

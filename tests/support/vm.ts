@@ -55,7 +55,7 @@ export interface ExecResult {
 /** One node: its own disk image (a copy of the base), booted and cut as often as a test likes. */
 export class Vm implements AsyncDisposable {
   #qemu: Deno.ChildProcess | undefined;
-  #conn: Deno.UnixConn | undefined;
+  #conn: Deno.Conn | undefined;
   #buf = "";
   #closed = false;
   #pumping: Promise<void> = Promise.resolve();
@@ -83,8 +83,10 @@ export class Vm implements AsyncDisposable {
 
   /** Boots the node and returns once its agent answers (ms from power-on). */
   async boot(limitMs = 240_000): Promise<number> {
-    const sock = join(this.work, "agent.sock");
-    await Deno.remove(sock).catch(() => {});
+    // qemu connects to the agent's port on loopback (the tests may use
+    // loopback, not unix sockets); this side listens first, so no race.
+    const listener = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+    const port = (listener.addr as Deno.NetAddr).port;
     const t0 = performance.now();
     this.#qemu = new Deno.Command("qemu-system-x86_64", {
       args: [
@@ -97,18 +99,22 @@ export class Vm implements AsyncDisposable {
         "-drive",
         `file=${join(this.work, "payload.img")},format=raw,if=virtio,readonly=on`,
         ...["-serial", `file:${join(this.work, "console.log")}`],
-        ...["-chardev", `socket,id=agent,path=${sock},server=on,wait=off`],
+        ...["-chardev", `socket,id=agent,host=127.0.0.1,port=${port}`],
         ...["-device", "isa-serial,chardev=agent"],
       ],
       stdin: "null",
       stdout: "null",
       stderr: "piped",
     }).spawn();
-    while (!(await Deno.stat(sock).then(() => true, () => false))) {
-      if (performance.now() - t0 > 10_000) throw new Error("vm: qemu made no agent socket");
-      await sleep(50);
-    }
-    this.#conn = await Deno.connect({ transport: "unix", path: sock });
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const conn = await Promise.race([
+      listener.accept(),
+      new Promise<undefined>((r) => timer = setTimeout(() => r(undefined), 30_000)),
+    ]);
+    clearTimeout(timer);
+    listener.close();
+    if (!conn) throw new Error("vm: qemu did not connect to the agent's port");
+    this.#conn = conn;
     this.#buf = "";
     this.#closed = false;
     this.#pumping = this.#pump(this.#conn);
@@ -149,7 +155,7 @@ export class Vm implements AsyncDisposable {
   }
 
   /** Reads the agent's connection into the buffer until it closes (one reader for all calls). */
-  async #pump(conn: Deno.UnixConn): Promise<void> {
+  async #pump(conn: Deno.Conn): Promise<void> {
     const dec = new TextDecoder();
     const chunk = new Uint8Array(65536);
     try {

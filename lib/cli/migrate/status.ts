@@ -29,6 +29,19 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
           running: await deps.systemctl().isActive(node.handoffUnit).catch(() => false),
         }
         : null;
+      // An upgrade keeps the mode: each slot's manifest names its version.
+      const upgrade = j && j.from === j.to && j.sourceSlot && j.targetSlot
+        ? {
+          from: {
+            slot: j.sourceSlot,
+            digest: (await node.bundleDigest(paths.slot(j.sourceSlot))) ?? null,
+          },
+          to: {
+            slot: j.targetSlot,
+            digest: (await node.bundleDigest(paths.slot(j.targetSlot))) ?? null,
+          },
+        }
+        : null;
       const next = !j
         ? "none"
         : migrate.isTerminal(j.step)
@@ -43,6 +56,7 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
           journal: journalDoc(j),
           message: j?.message ?? null,
           handoff,
+          upgrade,
           nextAction: next,
         },
         () => [
@@ -56,6 +70,13 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
               j.attempts ? `, ${j.attempts} attempts` : ""
             }`
             : "migration: none recorded",
+          ...(upgrade
+            ? [
+              `upgrade: slot ${upgrade.from.slot} (${
+                upgrade.from.digest ?? "gone"
+              }) → slot ${upgrade.to.slot} (${upgrade.to.digest ?? "not built"})`,
+            ]
+            : []),
           ...(j?.message ? [`message: ${j.message}`] : []),
           ...(handoff
             ? [`handoff: ${handoff.unit} ${handoff.running ? "running" : "not running"}`]

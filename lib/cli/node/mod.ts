@@ -4,15 +4,19 @@ import { bootCommand } from "./boot.ts";
 import type { Deps } from "../deps.ts";
 import { installCommand } from "./install.ts";
 import { statusCommand } from "./status.ts";
+import { upgradeCommand } from "./upgrade.ts";
 
-/** `stratum node install|status|boot`: this node's own stack. */
+/** `stratum node install|status|boot|upgrade`: this node's own stack. */
 export function nodeGroup(deps: Deps) {
   return (program: Command, ctx: Context): void => {
     const group = program
       .command("node")
-      .description("this node's own stack: first install, status, and what runs at every boot");
+      .description(
+        "this node's own stack: first install, upgrade, status, and what runs at every boot",
+      );
     installCommand(group, ctx, deps);
     statusCommand(group, ctx, deps);
     bootCommand(group, ctx, deps);
+    upgradeCommand(group, ctx, deps);
   };
 }

@@ -43,6 +43,11 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
       }
       const modeDir = paths.bundle(applied.mode);
       const digest = await node.bundleDigest(modeDir);
+      // What runs is the slot's copy; the other slot, while it exists (an
+      // upgrade or migration in progress), is the previous or next version.
+      const running = await node.bundleDigest(paths.slot(applied.slot));
+      const other = isolation.otherSlot(applied.slot);
+      const previous = await node.bundleDigest(paths.slot(other));
       let bundleCheck: { verified: boolean; keyId?: string; message?: string };
       try {
         const v = await bundle.verifyBundle(modeDir, await node.bundlePolicy(paths));
@@ -63,6 +68,8 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
           slot: applied.slot,
           node: applied.node,
           bundle: { digest: digest ?? null, ...bundleCheck },
+          running: { slot: applied.slot, digest: running ?? null },
+          previous: previous ? { slot: other, digest: previous } : null,
           health: { unit, active, url: stack?.health.url ?? null, healthy },
           journal: journal?.step ?? null,
         },
@@ -73,6 +80,10 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
               ? `verified${bundleCheck.keyId ? `, signed by ${bundleCheck.keyId}` : ""}`
               : `NOT verified: ${bundleCheck.message}`
           }`,
+          `running: slot ${applied.slot}, manifest sha256 ${running ?? "missing"}`,
+          ...(previous
+            ? [`other slot ${other}: manifest sha256 ${previous} (kept until the move ends)`]
+            : []),
           `health: ${unit} ${active ? "active" : "not active"}, ${stack?.health.url ?? "?"} ${
             healthy ? "answers" : "does not answer"
           }`,

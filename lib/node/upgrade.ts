@@ -1,0 +1,71 @@
+import { join } from "node:path";
+import * as bundle from "../bundle/mod.ts";
+import type * as host from "../host/mod.ts";
+import type * as isolation from "../isolation/mod.ts";
+import { appliedNode, requireNoJournal } from "./applied.ts";
+import type { SelfCommand } from "./boot_unit.ts";
+import { ErrBadRequest } from "./errors.ts";
+import { bundleDigest } from "./install.ts";
+import { type LockOptions, withLock } from "./lock.ts";
+import { type Migrated, runRecorded } from "./migrate_in_place.ts";
+import { bundlePolicy } from "./preflight.ts";
+
+/** What `stratum node upgrade` needs. */
+export interface UpgradeOptions {
+  readonly paths: host.HostPaths;
+  readonly systemctl: host.Systemctl;
+  /** The new bundle: a directory with a subdirectory for the node's mode. */
+  readonly bundle: string;
+  readonly requireSignature?: boolean;
+  readonly waitReadyMs: number;
+  readonly lock: LockOptions;
+  readonly self: SelfCommand;
+  readonly signal: AbortSignal;
+  readonly log: (line: string) => void;
+  readonly failpoint?: string | undefined;
+  readonly killSelf: () => void;
+}
+
+/** How an upgrade ended: nothing to do (the bundle already runs), or the migration's outcome. */
+export type Upgraded =
+  | { readonly alreadyInstalled: true; readonly mode: isolation.Mode; readonly digest: string }
+  | (Migrated & { readonly alreadyInstalled: false; readonly digest: string });
+
+/**
+ * `stratum node upgrade`: the node's stack, in the mode it runs in, moved to
+ * a new bundle through the other slot with the same steps, write-ahead
+ * journal, rollback, resume and boot path as a mode change (the journal's
+ * `from` and `to` are the same mode; each slot's manifest names its
+ * version). Under the migration lock: the new bundle must verify (and be
+ * signed by a trusted key when keys are installed), or ErrBadRequest
+ * (BundleError) and nothing changes; the bundle that already runs is
+ * `alreadyInstalled`, nothing changes.
+ */
+export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
+  const { paths } = o;
+  return await withLock(paths, o.lock, async () => {
+    await requireNoJournal(paths);
+    const current = await appliedNode(paths);
+    const modeDir = join(o.bundle, current.mode);
+    if (!(await Deno.stat(modeDir).then((s) => s.isDirectory, () => false))) {
+      throw new ErrBadRequest(
+        `--bundle ${o.bundle} has no ${current.mode} directory (the node runs in ${current.mode} mode)`,
+      );
+    }
+    // Verified before anything is compared or changed: a bundle that does
+    // not verify is refused even when its manifest matches.
+    await bundle.verifyBundle(modeDir, await bundlePolicy(paths, o.requireSignature === true));
+    const digest = (await bundleDigest(modeDir))!;
+    if (digest === (await bundleDigest(paths.slot(current.slot)))) {
+      o.log(`upgrade: slot ${current.slot} already runs bundle ${digest}; nothing to do`);
+      return { alreadyInstalled: true, mode: current.mode, digest };
+    }
+    o.log(
+      `upgrade: ${current.mode} mode, slot ${current.slot} → ${
+        current.slot === "a" ? "b" : "a"
+      }, bundle ${digest}`,
+    );
+    const r = await runRecorded({ ...o, to: current.mode }, current);
+    return { ...r, alreadyInstalled: false, digest };
+  });
+}

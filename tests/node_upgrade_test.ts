@@ -1,4 +1,4 @@
-// deno-lint-ignore-file no-console no-explicit-any
+// deno-lint-ignore-file no-console
 // `stratum node upgrade` on real systemd (the sandbox): the stack moves to a
 // new bundle in the mode it runs in, A/B through the other slot, with the
 // journal, rollback, resume and boot path of a mode change

@@ -1,7 +1,9 @@
 import { cp } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ensureDir, syncDir, syncTree } from "../host/durable_file.ts";
+import { BundleError } from "./errors.ts";
 import { listTree } from "./manifest.ts";
+import { normalizeModes } from "./modes.ts";
 import { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
 
 /**
@@ -19,13 +21,35 @@ export async function installBundle(
   return verified;
 }
 
+/**
+ * The real directory an installed bundle `dest` names: stratum's own link
+ * (`dest` → `.NAME-VERSION` beside it) resolved once, so the copy is then
+ * verified and read as the directory it is; a real directory (an earlier
+ * layout) or a missing path as it is. A link anywhere else is refused: only
+ * stratum makes this link, and it never points out of its directory.
+ */
+export async function installedDir(dest: string): Promise<string> {
+  const st = await Deno.lstat(dest).catch(() => undefined);
+  if (!st?.isSymlink) return dest;
+  const target = await Deno.readLink(dest);
+  if (!target.startsWith(`.${basename(dest)}-`) || target.includes("/")) {
+    throw new BundleError(
+      "unsafe",
+      `Installed bundle ${dest} links to ${target}, not to a version beside it: refused`,
+    );
+  }
+  return join(dirname(dest), target);
+}
+
 /** Where a bundle about to replace `dest` is staged (beside it, hidden). */
 export function stagedPath(dest: string): string {
   return join(dirname(dest), `.${basename(dest)}.next`);
 }
 
 /**
- * Verifies `src` (signature and files), copies it to `staged`, fsyncs it and
+ * Verifies `src` (signature and files), copies it to `staged` (a real tree:
+ * `src` must be a real directory and holds no links, or verification
+ * refuses it), normalises its modes (see normalizeModes), fsyncs it and
  * verifies the copy, without touching what is installed: an upgrade stages
  * the new version and promotes it only once it is proven.
  */
@@ -38,6 +62,7 @@ export async function stageBundle(
   await ensureDir(dirname(staged));
   await Deno.remove(staged, { recursive: true }).catch(() => {});
   await cp(src, staged, { recursive: true, preserveTimestamps: true });
+  await normalizeModes(staged);
   await syncTree(staged);
   await syncDir(dirname(staged));
   await verifyBundle(staged, opts);

@@ -133,6 +133,18 @@ export async function makeManifest(dir: string): Promise<{ files: number; bytes:
   const files = (await listTree(dir)).filter((f) =>
     f.path !== manifestName && f.path !== signatureName
   );
+  for (const f of files) {
+    // sha256sum would escape such a name; a node reads the manifest plainly.
+    if (/[\n\r\\]/.test(f.path)) {
+      throw new BundleError(
+        "manifest",
+        `Bundle ${dir}: the name ${
+          JSON.stringify(f.path)
+        } cannot be listed in ${manifestName} (a line break or backslash): rename it`,
+        f.path,
+      );
+    }
+  }
   const sums = new Map<string, string>();
   await eachLimited(files, hashConcurrency(), async (f) => {
     sums.set(f.path, await hashFile(join(dir, f.path)));

@@ -43,9 +43,11 @@ export {
   type TrustedKey,
 } from "./signature.ts";
 export { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
+export { checkSlot, normalizeModes } from "./modes.ts";
 export {
   dropStaged,
   installBundle,
+  installedDir,
   promoteBundle,
   sizeOf,
   stageBundle,

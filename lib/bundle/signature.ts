@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
 import { BundleError } from "./errors.ts";
 
 /** A public key a node trusts to sign bundles. */
@@ -83,24 +84,67 @@ export async function readPrivateKey(pem: string, source: string): Promise<Signi
 }
 
 /**
- * The keys in a trust directory (`*.pem`, sorted by name). No directory, or
- * none in it: no keys. A file that is not an Ed25519 public key is an error:
- * a trust store that cannot be read must not silently trust less.
+ * The keys in a trust directory (`*.pem`, sorted by name). No directory: no
+ * keys. Everything else fails closed, naming the file: a trust store that is
+ * a link, or cannot be read; a file in it that is not a `*.pem` Ed25519
+ * public key (a `release.pub` is not silently ignored), a link, a FIFO; the
+ * directory or a key owned by another user than root (or the user running
+ * stratum) or writable by group or others, since whoever can write there
+ * decides what root runs.
  */
 export async function loadTrust(dir: string): Promise<TrustedKey[]> {
-  const names: string[] = [];
-  try {
-    for await (const e of Deno.readDir(dir)) if (e.name.endsWith(".pem")) names.push(e.name);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return [];
+  const st = await Deno.lstat(dir).catch((err) => {
+    if (err instanceof Deno.errors.NotFound) return undefined;
     throw err;
+  });
+  if (!st) return [];
+  if (st.isSymlink) {
+    throw new BundleError("trust", `Trust store ${dir} is a symlink: it must be a real directory`);
+  }
+  if (!st.isDirectory) throw new BundleError("trust", `Trust store ${dir} is not a directory`);
+  guarded(dir, st);
+  const names: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (!e.name.endsWith(".pem")) {
+      throw new BundleError(
+        "trust",
+        `Trust store ${dir} holds ${e.name}, which is not a *.pem key: remove it, or name an Ed25519 public key KEY.pem`,
+        e.name,
+      );
+    }
+    names.push(e.name);
   }
   const keys: TrustedKey[] = [];
   for (const n of names.sort()) {
     const path = join(dir, n);
-    keys.push(await readPublicKey(await Deno.readTextFile(path), path));
+    let pem: Uint8Array | undefined;
+    try {
+      pem = await readSmallFile(path, 64 * 1024);
+    } catch (err) {
+      if (err instanceof ErrUnsafeFile) throw new BundleError("trust", err.message, n);
+      throw err;
+    }
+    if (!pem) throw new BundleError("trust", `Trust key ${path} vanished while it was read`, n);
+    guarded(path, await Deno.lstat(path));
+    keys.push(await readPublicKey(new TextDecoder().decode(pem), path));
   }
   return keys;
+}
+
+/** Refuses a trust path another user owns or that group or others can write. */
+function guarded(path: string, st: Deno.FileInfo): void {
+  const uid = Deno.uid();
+  if (st.uid !== 0 && st.uid !== uid) {
+    throw new BundleError("trust", `${path} is owned by uid ${st.uid}, not root: refused as trust`);
+  }
+  if ((st.mode ?? 0) & 0o022) {
+    throw new BundleError(
+      "trust",
+      `${path} is writable by group or others (mode ${
+        ((st.mode ?? 0) & 0o7777).toString(8)
+      }): refused as trust`,
+    );
+  }
 }
 
 /** The raw 64-byte Ed25519 signature of `data`, as `openssl pkeyutl -sign -rawin` makes it. */

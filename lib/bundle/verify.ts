@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
 import { BundleError } from "./errors.ts";
 import {
   eachLimited,
@@ -10,6 +11,24 @@ import {
   signatureName,
 } from "./manifest.ts";
 import { signer, type TrustedKey } from "./signature.ts";
+
+/** Bounds on what is read before anything is verified: a manifest line per file, a raw signature. */
+const maxManifestBytes = 16 << 20;
+const maxSignatureBytes = 4096;
+
+/** A manifest or signature read safely (see host.readSmallFile); unsafe is a BundleError. */
+async function small(
+  path: string,
+  max: number,
+  file: string,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  try {
+    return await readSmallFile(path, max);
+  } catch (err) {
+    if (err instanceof ErrUnsafeFile) throw new BundleError("unsafe", err.message, file);
+    throw err;
+  }
+}
 
 /** How a bundle is checked. */
 export interface VerifyOptions {
@@ -43,23 +62,28 @@ export interface Verified {
 export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promise<Verified> {
   const trust = opts.trust ?? [];
   const trustDir = opts.trustDir ?? "the trust store";
-  let manifest: Uint8Array<ArrayBuffer>;
-  try {
-    manifest = await Deno.readFile(join(dir, manifestName));
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.NotADirectory) {
-      throw new BundleError(
-        "manifest",
-        `Bundle ${dir} has no ${manifestName} manifest (or does not exist)`,
-        manifestName,
-      );
-    }
-    throw err;
+  // The bundle's directory itself must be a real directory: a link would
+  // let whoever owns its target change what was verified after the fact.
+  const st = await Deno.lstat(dir).catch(() => undefined);
+  if (st?.isSymlink) {
+    throw new BundleError("unsafe", `Bundle ${dir} is a symlink; bundles are plain directories`);
   }
-  const sig = await Deno.readFile(join(dir, signatureName)).catch((err) => {
-    if (err instanceof Deno.errors.NotFound) return undefined;
-    throw err;
-  });
+  if (!st?.isDirectory) {
+    throw new BundleError(
+      "manifest",
+      `Bundle ${dir} has no ${manifestName} manifest (or does not exist)`,
+      manifestName,
+    );
+  }
+  const manifest = await small(join(dir, manifestName), maxManifestBytes, manifestName);
+  if (!manifest) {
+    throw new BundleError(
+      "manifest",
+      `Bundle ${dir} has no ${manifestName} manifest (or does not exist)`,
+      manifestName,
+    );
+  }
+  const sig = await small(join(dir, signatureName), maxSignatureBytes, signatureName);
 
   const warnings: string[] = [];
   let keyId: string | undefined;

@@ -37,7 +37,7 @@ export function bundleGroup() {
         const modes = await modeDirs(dir);
         const made: ({ mode: isolation.Mode; files: number; bytes: number })[] = [];
         for (const mode of modes) {
-          made.push({ mode, ...(await bundle.makeManifest(join(dir, mode))) });
+          made.push({ mode, ...(await usage(bundle.makeManifest(join(dir, mode)))) });
         }
         out.result(
           { outcome: "made", modes: made },

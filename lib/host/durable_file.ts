@@ -129,11 +129,11 @@ function randomSuffix(): string {
 }
 
 /**
- * Creates `dir` and its missing parents, fsyncing each parent a new entry
- * was made in, so the directory survives a crash along with what is written
- * into it.
+ * Creates `dir` and its missing parents with exactly `mode` (0755 unless
+ * told; the umask does not apply), fsyncing each parent a new entry was made
+ * in, so the directory survives a crash along with what is written into it.
  */
-export async function ensureDir(dir: string): Promise<void> {
+export async function ensureDir(dir: string, mode = 0o755): Promise<void> {
   const missing: string[] = [];
   for (let d = dir;; d = dirname(d)) {
     try {
@@ -146,9 +146,12 @@ export async function ensureDir(dir: string): Promise<void> {
     }
   }
   for (const d of missing.reverse()) {
-    await Deno.mkdir(d).catch((err) => {
+    const made = await Deno.mkdir(d, { mode }).then(() => true, (err) => {
       if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
+      return false;
     });
+    // Exactly `mode`, whatever the caller's umask (000 would make it world-writable).
+    if (made) await Deno.chmod(d, mode);
     await syncDir(dirname(d));
   }
 }

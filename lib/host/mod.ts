@@ -26,6 +26,7 @@ export {
 } from "./durable_file.ts";
 export { type HostPaths, hostPaths } from "./paths.ts";
 export { ErrUnitValue, quoteEnvAssignment, quoteExecArg } from "./unit_quote.ts";
+export { ErrUnsafeFile, readSmallFile } from "./small_file.ts";
 export { Systemctl, type SystemctlOptions, type UnitCallOptions, UnitError } from "./systemctl.ts";
 export { ConfigSnapshot } from "./config_snapshot.ts";
 export {

@@ -2,13 +2,14 @@
 // destroyed through its stratum-<slot>.target the same way in every mode;
 // only how a slot is prepared differs.
 
+import * as bundle from "../bundle/mod.ts";
 import type { HostPaths, Systemctl } from "../host/mod.ts";
 import { destroySlot, startSlot, stopSlot } from "./_units.ts";
 import { readStack, type Stack } from "./stack.ts";
 import { checkState, claimState, ensureIdentity } from "./state.ts";
 import type { Backend, CallOptions } from "./backend.ts";
 import type { Mode } from "./mode.ts";
-import type { NodeSpec, SlotRef } from "./slot.ts";
+import type { NodeSpec, Slot, SlotRef } from "./slot.ts";
 
 /** What the real backends need: where host paths are, and systemctl. */
 export interface BackendDeps {
@@ -19,6 +20,14 @@ export interface BackendDeps {
 export abstract class SlotBackend implements Backend {
   abstract readonly mode: Mode;
   protected readonly deps: BackendDeps;
+  /** Slots this process built and checked (see {@linkcode built}). */
+  readonly #checked = new Set<Slot>();
+
+  /** Checks a slot prepare just built against its manifest, so start need not again. */
+  protected async built(slot: Slot): Promise<void> {
+    await bundle.checkSlot(this.deps.paths.slot(slot));
+    this.#checked.add(slot);
+  }
 
   constructor(deps: BackendDeps) {
     this.deps = deps;
@@ -33,7 +42,12 @@ export abstract class SlotBackend implements Backend {
    * boot.
    */
   async start(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
-    const stack = await readStack(this.deps.paths.slot(ref.slot));
+    const slotDir = this.deps.paths.slot(ref.slot);
+    // What root is about to run is what was verified: one hash pass over the
+    // slot's files against its manifest, unless this process just built and
+    // checked it (a migration's target, between prepare and start).
+    if (!this.#checked.has(ref.slot)) await bundle.checkSlot(slotDir);
+    const stack = await readStack(slotDir);
     await checkState(this.deps.paths, stack.state);
     await startSlot(this.deps.paths, this.deps.systemctl, ref.slot, opts);
   }
@@ -43,6 +57,7 @@ export abstract class SlotBackend implements Backend {
   }
 
   async destroy(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    this.#checked.delete(ref.slot);
     await destroySlot(this.deps.paths, this.deps.systemctl, ref.slot, opts);
   }
 }

@@ -15,6 +15,7 @@ import {
   UnitError,
   writeFileDurable,
 } from "../host/mod.ts";
+import { normalizeModes } from "../bundle/mod.ts";
 import type { CallOptions } from "./backend.ts";
 import type { Mode } from "./mode.ts";
 import type { Slot } from "./slot.ts";
@@ -139,19 +140,29 @@ export async function layOut(bundleDir: string, slotDir: string): Promise<void> 
   // The installed bundle is a symlink to its current version: copy what it points at.
   const from = await Deno.realPath(bundleDir);
   await cp(from, slotDir, { recursive: true, preserveTimestamps: true });
+  await normalizeModes(slotDir);
   await syncTree(slotDir);
   await syncDir(dirname(slotDir));
 }
 
-/** Writes the stack's host config files (see Stack.hostFiles). */
+/**
+ * Writes the stack's host config files (see Stack.hostFiles), each from a
+ * regular file in the slot (a link there is refused, so a slot cannot make
+ * root copy another host file out), mode 0644.
+ */
 export async function writeHostFiles(
   paths: HostPaths,
   slotDir: string,
   stack: Stack,
 ): Promise<void> {
   for (const [hostPath, inSlot] of Object.entries(stack.hostFiles ?? {})) {
+    const from = join(slotDir, inSlot);
+    const st = await Deno.lstat(from);
+    if (!st.isFile) {
+      throw new Error(`hostFiles ${hostPath}: ${inSlot} in the slot is not a regular file`);
+    }
     const dest = paths.at(hostPath);
     await ensureDir(dirname(dest));
-    await writeFileDurable(dest, await Deno.readFile(join(slotDir, inSlot)), { mode: 0o644 });
+    await writeFileDurable(dest, await Deno.readFile(from), { mode: 0o644 });
   }
 }

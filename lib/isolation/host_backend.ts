@@ -48,6 +48,7 @@ TimeoutStopSec=30
 `;
     }
     await writeUnits(paths, systemctl, spec.slot, units, opts);
+    await this.built(spec.slot);
     return { mode: this.mode, slot: spec.slot };
   }
 }

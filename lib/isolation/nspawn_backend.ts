@@ -92,6 +92,7 @@ TimeoutStopSec=30
 `;
     }
     await writeUnits(paths, systemctl, spec.slot, units, opts);
+    await this.built(spec.slot);
     return { mode: this.mode, slot: spec.slot };
   }
 }

@@ -1,4 +1,5 @@
-import { join } from "node:path";
+import { join, normalize } from "node:path";
+import { snapshotFiles } from "./config_files.ts";
 import { stateListProblem } from "./state.ts";
 
 /**
@@ -83,13 +84,31 @@ export async function readStack(dir: string): Promise<Stack> {
     throw new ErrBadStack(`${path}: health has unknown field ${JSON.stringify(healthExtra[0])}`);
   }
   const hostFiles = o.hostFiles as Record<string, unknown> | undefined;
-  if (
-    hostFiles !== undefined &&
-    !Object.entries(hostFiles).every(([k, v]) =>
-      k.startsWith("/") && typeof v === "string" && !v.startsWith("/")
-    )
-  ) {
-    throw new ErrBadStack(`${path}: "hostFiles" maps absolute host paths to files in the slot`);
+  if (hostFiles !== undefined) {
+    if (typeof hostFiles !== "object" || hostFiles === null || Array.isArray(hostFiles)) {
+      throw new ErrBadStack(`${path}: "hostFiles" maps host config paths to files in the slot`);
+    }
+    // Only the host config files a migration snapshots and restores: a
+    // signed bundle must not write /etc/shadow or a trust key, and whatever
+    // it writes must come back on a rollback.
+    const allowed = snapshotFiles();
+    for (const [k, v] of Object.entries(hostFiles)) {
+      if (!allowed.includes(k)) {
+        throw new ErrBadStack(
+          `${path}: hostFiles may write only ${allowed.join(", ")}; not ${JSON.stringify(k)}`,
+        );
+      }
+      if (
+        typeof v !== "string" || v === "" || v.startsWith("/") || normalize(v) !== v ||
+        v.split("/").some((c) => c === ".." || c === "." || c === "") || /[\0\n]/.test(v)
+      ) {
+        throw new ErrBadStack(
+          `${path}: hostFiles ${JSON.stringify(k)} must name a file inside the slot, not ${
+            JSON.stringify(v)
+          }`,
+        );
+      }
+    }
   }
   const state = o.state ?? [];
   const problem = stateListProblem(state);

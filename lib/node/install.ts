@@ -87,7 +87,9 @@ export async function install(o: InstallOptions): Promise<Installed> {
   const after = o.afterStep ?? (() => Promise.resolve());
   const signal = o.signal ?? new AbortController().signal;
   const { paths, systemctl } = o;
-  const src = o.bundle === undefined ? paths.bundle(o.mode) : join(o.bundle, o.mode);
+  const src = o.bundle === undefined
+    ? await bundle.installedDir(paths.bundle(o.mode))
+    : join(o.bundle, o.mode);
   const policy = await bundlePolicy(paths, o.requireSignature === true);
   const verified = await bundle.verifyBundle(src, policy);
   const digest = (await bundleDigest(src))!;

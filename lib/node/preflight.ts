@@ -67,8 +67,13 @@ export async function preflight(
   }
   let verified: bundle.Verified;
   try {
+    // Stratum's own installed copy is its link resolved once; an operator's
+    // bundle is verified as given (a link is refused).
+    const dir = dirname(input.bundleModeDir) === paths.bundlesDir
+      ? await bundle.installedDir(input.bundleModeDir)
+      : input.bundleModeDir;
     verified = await bundle.verifyBundle(
-      input.bundleModeDir,
+      dir,
       await bundlePolicy(paths, input.requireSignature),
     );
   } catch (err) {

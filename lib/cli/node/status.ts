@@ -50,7 +50,10 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
       const previous = await node.bundleDigest(paths.slot(other));
       let bundleCheck: { verified: boolean; keyId?: string; message?: string };
       try {
-        const v = await bundle.verifyBundle(modeDir, await node.bundlePolicy(paths));
+        const v = await bundle.verifyBundle(
+          await bundle.installedDir(modeDir),
+          await node.bundlePolicy(paths),
+        );
         bundleCheck = { verified: true, ...(v.keyId ? { keyId: v.keyId } : {}) };
       } catch (err) {
         bundleCheck = { verified: false, message: messageOf(err) };

@@ -1,0 +1,68 @@
+import { join } from "node:path";
+import { BundleError } from "./errors.ts";
+import { eachLimited, hashConcurrency, hashFile, manifestName, parseManifest } from "./manifest.ts";
+import { readSmallFile } from "../host/small_file.ts";
+
+/**
+ * Gives every file and directory under `dir` the mode root may run it with:
+ * directories 0755, files 0755 when the bundle had any execute bit and 0644
+ * otherwise; no setuid, setgid or sticky bit, no group or world write. What
+ * a bundle's carrier set is not what root keeps: an installed copy or slot
+ * with a world-writable script is a script any local user can rewrite.
+ * Links are left alone (a verified bundle has none; a slot's are its own).
+ */
+export async function normalizeModes(dir: string): Promise<void> {
+  const walk = async (d: string) => {
+    await Deno.chmod(d, 0o755);
+    for await (const e of Deno.readDir(d)) {
+      const p = join(d, e.name);
+      if (e.isDirectory) await walk(p);
+      else if (e.isFile) {
+        const mode = (await Deno.lstat(p)).mode ?? 0;
+        await Deno.chmod(p, mode & 0o111 ? 0o755 : 0o644);
+      }
+    }
+  };
+  await walk(dir);
+}
+
+/**
+ * Checks a built slot before its stack starts: every file its manifest
+ * (the bundle's, copied in) lists is there with that sha256, and nothing
+ * under the slot is setuid, setgid, or writable by group or others. Files
+ * the slot adds beyond the bundle (nspawn's empty mount points and links)
+ * are allowed. Costs one hash pass over the bundle's files.
+ */
+export async function checkSlot(dir: string): Promise<void> {
+  const text = await readSmallFile(join(dir, manifestName), 16 << 20);
+  if (!text) throw new BundleError("manifest", `Slot ${dir} has no ${manifestName}`, manifestName);
+  const listed = parseManifest(new TextDecoder().decode(text), dir);
+  await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
+    const got = await hashFile(join(dir, f)).catch(() => "missing");
+    if (got !== want) {
+      throw new BundleError(
+        "file",
+        `Slot ${dir}: ${f} ${got === "missing" ? "is missing" : "does not match its sha256"}`,
+        f,
+      );
+    }
+  });
+  const walk = async (d: string, rel: string) => {
+    for await (const e of Deno.readDir(d)) {
+      if (e.isSymlink) continue;
+      const p = join(d, e.name);
+      const mode = (await Deno.lstat(p)).mode ?? 0;
+      if (mode & 0o7022) {
+        throw new BundleError(
+          "unsafe",
+          `Slot ${dir}: ${rel}${e.name} has mode ${
+            (mode & 0o7777).toString(8)
+          } (setuid, setgid or writable by others)`,
+          `${rel}${e.name}`,
+        );
+      }
+      if (e.isDirectory) await walk(p, `${rel}${e.name}/`);
+    }
+  };
+  await walk(dir, "");
+}

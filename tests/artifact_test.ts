@@ -106,8 +106,13 @@ Deno.test({
   async fn() {
     await using n = await Node.boot("host");
     const unit = await n.sb.exec(["cat", "/etc/systemd/system/stratum-boot.service"]);
-    assert(unit.stdout.includes(`ExecStart=${stratumBin} node boot`), unit.stdout);
+    // Root runs a root-owned copy at boot, never the path the artifact was started from.
+    assert(unit.stdout.includes("ExecStart=/var/lib/stratum/bin/stratum node boot"), unit.stdout);
     assert(!unit.stdout.includes("deno"), "the unit runs deno or a cache path");
+    const copy = await n.sb.sh(
+      `stat -c '%U %a' /var/lib/stratum/bin/stratum /var/lib/stratum/bin; cmp /var/lib/stratum/bin/stratum ${stratumBin} && echo same`,
+    );
+    assertEquals(copy.trim().split("\n"), ["root 755", "root 755", "same"]);
     const r = await n.sb.exec([
       "env",
       "-i",

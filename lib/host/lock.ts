@@ -1,6 +1,7 @@
 import * as exec from "../exec/mod.ts";
 import { dirname } from "node:path";
 import { ensureDir } from "./durable_file.ts";
+import { ErrUnsafeFile } from "./small_file.ts";
 
 /** Who holds the migration lock, as written in the lock file. */
 export interface LockHolder {
@@ -56,8 +57,25 @@ export class MigrationLock {
   }
 
   static async acquire(path: string, opts: AcquireOptions): Promise<MigrationLock> {
-    await ensureDir(dirname(path));
-    const file = await Deno.open(path, { read: true, write: true, create: true, mode: 0o644 });
+    // The lock lives in a directory only this user (root) can write, so no
+    // other user can plant a link there, hold the lock, or replace it.
+    await ensureDir(dirname(path), 0o700);
+    const dir = await Deno.lstat(dirname(path));
+    if (
+      !dir.isDirectory || (dir.uid !== null && dir.uid !== Deno.uid()) || (dir.mode ?? 0) & 0o022
+    ) {
+      throw new ErrUnsafeFile(
+        dirname(path),
+        `Lock directory ${
+          dirname(path)
+        } is not a directory owned by uid ${Deno.uid()} and closed to others: refused`,
+      );
+    }
+    const st = await Deno.lstat(path).catch(() => undefined);
+    if (st && !st.isFile) {
+      throw new ErrUnsafeFile(path, `Lock file ${path} is not a regular file (a link?): refused`);
+    }
+    const file = await Deno.open(path, { read: true, write: true, create: true, mode: 0o600 });
     const deadline = performance.now() + (opts.waitMs ?? 0);
     let waiting = false;
     try {

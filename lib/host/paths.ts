@@ -42,7 +42,7 @@ export function hostPaths(root = "/"): HostPaths {
     slotsDir: at("/var/lib/stratum/slots"),
     wipeRequest: at("/var/lib/stratum/wipe-state.json"),
     snapshotDir: at("/var/lib/stratum/config-snapshot"),
-    lock: at("/run/lock/stratum-migrate.lock"),
+    lock: at("/run/stratum/migrate.lock"),
     unitDir: at("/etc/systemd/system"),
     bundlesDir: at("/var/lib/stratum/bundles"),
     trustDir: at("/etc/stratum/trust"),

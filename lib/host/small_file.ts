@@ -24,6 +24,20 @@ export async function readSmallFile(
   path: string,
   max: number,
 ): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  // lstat first: Deno resolves a path for its permission check, so with
+  // scoped permissions O_NOFOLLOW alone does not stop a link (seen on 2.9.6).
+  const before = await Deno.lstat(path).catch((err) => {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  });
+  if (!before) return undefined;
+  if (before.isSymlink) throw new ErrUnsafeFile(path, `${path} is a symlink: refused`);
+  if (!before.isFile) {
+    throw new ErrUnsafeFile(
+      path,
+      `${path} is not a regular file (a FIFO, device or directory): refused`,
+    );
+  }
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -35,10 +49,11 @@ export async function readSmallFile(
   }
   try {
     const st = await fh.stat();
-    if (!st.isFile()) {
+    // The file opened must be the one checked: a swap in between is refused.
+    if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev) {
       throw new ErrUnsafeFile(
         path,
-        `${path} is not a regular file (a FIFO, device or directory): refused`,
+        `${path} changed while it was opened, or is not a regular file: refused`,
       );
     }
     if (st.size > max) {

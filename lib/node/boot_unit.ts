@@ -1,4 +1,5 @@
-import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { dirname, join } from "node:path";
 import {
   ensureDir,
   type HostPaths,
@@ -19,7 +20,16 @@ export const legacyResumeUnit = "stratum-migrate-resume.service";
 export interface SelfCommand {
   readonly argv: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The one file this program is (the launcher or a compiled executable),
+   * when it is one: the boot unit runs a root-owned copy of it, never the
+   * path it happened to be started from.
+   */
+  readonly file?: string;
 }
+
+/** Where the boot unit's copy of stratum lives (a directory only root writes). */
+export const installedSelf = "/var/lib/stratum/bin/stratum";
 
 /**
  * The text of stratum-boot.service. It runs `stratum node boot`, which
@@ -67,7 +77,8 @@ WantedBy=multi-user.target
  */
 export async function installBootUnit(paths: HostPaths, self: SelfCommand): Promise<boolean> {
   const path = join(paths.unitDir, bootUnit);
-  const text = bootUnitText(self);
+  const copied = self.file ? await installSelf(paths, self.file) : false;
+  const text = bootUnitText(self.file ? { argv: [installedSelf] } : self);
   const wants = join(paths.unitDir, "multi-user.target.wants");
   let changed = false;
   for (const old of [join(wants, legacyResumeUnit), join(paths.unitDir, legacyResumeUnit)]) {
@@ -86,10 +97,25 @@ export async function installBootUnit(paths: HostPaths, self: SelfCommand): Prom
   // before the command returns, or a power cut right after leaves the node
   // with no boot unit and nothing starts.
   if (await symlinkDurable(`../${bootUnit}`, join(wants, bootUnit))) changed = true;
-  return changed;
+  return changed || copied;
 }
 
-/** Quotes one word of a unit file's command line or assignment when it needs it. */
+/**
+ * Copies this program (`from`) to {@linkcode installedSelf} under the root,
+ * durably, mode 0755 in a directory only root writes, when the copy there
+ * differs (by sha256). A copy in a user's home run once as root must not be
+ * what root runs at every boot, changeable by that user. Returns whether it
+ * copied.
+ */
+async function installSelf(paths: HostPaths, from: string): Promise<boolean> {
+  const dest = paths.at(installedSelf);
+  const digest = async (p: string) =>
+    createHash("sha256").update(await Deno.readFile(p)).digest("hex");
+  if (await digest(dest).catch(() => "") === await digest(from)) return false;
+  await ensureDir(dirname(dest), 0o755);
+  await writeFileDurable(dest, await Deno.readFile(from), { mode: 0o755 });
+  return true;
+}
 
 /**
  * How systemd runs this program: the one-file launcher's own path when it
@@ -100,9 +126,9 @@ export async function installBootUnit(paths: HostPaths, self: SelfCommand): Prom
 export function selfCommand(main: string): SelfCommand {
   // The one-file launcher names itself: its stable path, never its unpacked cache.
   const launcher = Deno.env.get("STRATUM_SELF");
-  if (launcher?.startsWith("/")) return { argv: [launcher] };
+  if (launcher?.startsWith("/")) return { argv: [launcher], file: launcher };
   const exec = Deno.execPath();
-  if (!exec.endsWith("/deno")) return { argv: [exec] };
+  if (!exec.endsWith("/deno")) return { argv: [exec], file: exec };
   const config = new URL("./deno.json", new URL(".", main)).pathname;
   const home = Deno.env.get("HOME");
   const denoDir = Deno.env.get("DENO_DIR") ??

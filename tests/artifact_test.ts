@@ -175,6 +175,32 @@ Deno.test({
 });
 
 Deno.test({
+  name:
+    "a cache another user owns or can write, or that is a link, is refused before anything runs from it",
+  ignore: why !== undefined || Deno.uid() !== 0,
+  async fn() {
+    const open = await Deno.makeTempDir({ prefix: "stratum-cache-" });
+    await Deno.chmod(open, 0o777);
+    const theirs = await Deno.makeTempDir({ prefix: "stratum-cache-" });
+    await Deno.chown(theirs, 65534, 65534);
+    const linked = `${await Deno.makeTempDir({ prefix: "stratum-cache-" })}.link`;
+    await Deno.symlink(theirs, linked);
+    for (
+      const [what, cache, words] of [
+        ["writable by others", open, "writable by others"],
+        ["owned by nobody", theirs, "not owned by uid 0"],
+        ["a symlink", linked, "is a symlink"],
+      ] as const
+    ) {
+      const r = await bare(["--version"], { STRATUM_CACHE: cache });
+      assertEquals([r.code, r.stdout], [1, ""], `${what}: ${r.stderr}`);
+      assert(r.stderr.includes(words), `${what}: ${r.stderr}`);
+      assertEquals([...Deno.readDirSync(cache)], [], `${what}: nothing was unpacked there`);
+    }
+  },
+});
+
+Deno.test({
   name: "the aarch64 artifact carries an aarch64 deno",
   ignore: aarch64 === undefined,
   async fn() {

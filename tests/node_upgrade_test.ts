@@ -85,8 +85,20 @@ for (const mode of ["host", "nspawn"] as const) {
       const again = await n.stratum(["node", "upgrade", "--bundle", v2, "--json"]);
       assertEquals([again.code, again.doc?.outcome], [0, "already-installed"], again.stderr);
       assertEquals((await n.state()).files, before.files, "nothing changed");
-      // Back to release 1 is an upgrade too (a downgrade is the operator's call).
-      const back = await n.stratum(["node", "upgrade", "--bundle", n.bundle, "--json"]);
+      // Back to release 1 is a downgrade: refused, nothing changed, unless asked for.
+      const before2 = await n.state();
+      const refused = await n.stratum(["node", "upgrade", "--bundle", n.bundle, "--json"]);
+      assertEquals(refused.code, 2, refused.stderr);
+      assert(refused.stderr.includes("older than the 2 this node runs"), refused.stderr);
+      assertEquals((await n.state()).files, before2.files, "a refused downgrade changed nothing");
+      const back = await n.stratum([
+        "node",
+        "upgrade",
+        "--bundle",
+        n.bundle,
+        "--allow-downgrade",
+        "--json",
+      ]);
       assertEquals([back.code, back.doc?.outcome], [0, "complete"], back.stderr);
       await assertRuns(n, mode, await digest(n.bundle, mode), "after going back");
     },

@@ -76,11 +76,7 @@ Deno.test({
 Deno.test("a slot whose file changed, or that became writable by others, is refused before start", async () => {
   const { mode } = await hostBundle();
   const slot = join(await Deno.makeTempDir(), "slot");
-  await Deno.mkdir(slot);
-  for (const f of ["SHA256SUMS", "stack.json", "stack/stack.py", "host-files/90-stratum.conf"]) {
-    await Deno.mkdir(join(slot, f, ".."), { recursive: true });
-    await Deno.copyFile(join(mode, f), join(slot, f));
-  }
+  await new Deno.Command("cp", { args: ["-a", mode, slot] }).output();
   await bundle.normalizeModes(slot);
   await bundle.checkSlot(slot);
   await Deno.chmod(join(slot, "stack"), 0o777);
@@ -237,4 +233,42 @@ Deno.test({
     assert(err instanceof host.ErrUnsafeFile, String(err));
     assertEquals(await Deno.readTextFile(victim), "keep", "the link's target was not truncated");
   },
+});
+
+Deno.test("a signed bundle names its mode and version: a host bundle cannot pass as nspawn", async () => {
+  const { dir } = await hostBundle();
+  const { makeSigningKey } = await import("./support/tls.ts");
+  const { key, pub } = await makeSigningKey(dir, "k");
+  const signing = await bundle.readPrivateKey(await Deno.readTextFile(key), key);
+  const trust = [await bundle.readPublicKey(await Deno.readTextFile(pub), pub)];
+  // The carrier copies the signed host directory over nspawn/, signature and all.
+  await Deno.remove(join(dir, "nspawn"), { recursive: true });
+  const sig = await bundle.sign(await Deno.readFile(join(dir, "host/SHA256SUMS")), signing);
+  await Deno.writeFile(join(dir, "host/SHA256SUMS.sig"), sig);
+  await new Deno.Command("cp", { args: ["-a", join(dir, "host"), join(dir, "nspawn")] }).output();
+  const ok = await bundle.verifyBundle(join(dir, "host"), { trust, mode: "host" });
+  assertEquals([ok.identity?.mode, ok.identity?.version], ["host", "1"]);
+  await refuses(
+    bundle.verifyBundle(join(dir, "nspawn"), { trust, mode: "nspawn" }),
+    "mode",
+    "is a host bundle",
+  );
+  // A signed bundle without BUNDLE.json is refused: it could be any mode, any version.
+  await Deno.remove(join(dir, "host/BUNDLE.json"));
+  await bundle.makeManifest(join(dir, "host"));
+  const sig2 = await bundle.sign(await Deno.readFile(join(dir, "host/SHA256SUMS")), signing);
+  await Deno.writeFile(join(dir, "host/SHA256SUMS.sig"), sig2);
+  await refuses(
+    bundle.verifyBundle(join(dir, "host"), { trust, mode: "host" }),
+    "manifest",
+    "names no mode and version",
+  );
+});
+
+Deno.test("versions compare as dotted numbers", () => {
+  assert(bundle.compareVersions("1.10", "1.9") > 0);
+  assert(bundle.compareVersions("1.2", "1.2.0") === 0);
+  assert(bundle.compareVersions("2", "10") < 0);
+  assertEquals(bundle.versionProblem("1.2.3"), undefined);
+  assert(bundle.versionProblem("v1.2")?.includes("not dotted numbers"));
 });

@@ -5,7 +5,9 @@ export type BundleFault =
   | "unsafe" // a symlink, device, FIFO or socket: never part of a bundle
   | "unsigned" // no signature where one is required
   | "untrusted" // a signature no trusted key verifies
-  | "trust"; // a trust store key that cannot be read
+  | "trust" // a trust store key that cannot be read
+  | "mode" // a bundle used as another mode than its BUNDLE.json names
+  | "downgrade"; // an older version than the one installed, without --allow-downgrade
 
 /** A bundle that must not be used; `file` names the file at fault when there is one. */
 export class BundleError extends Error {

@@ -45,6 +45,14 @@ export {
 export { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
 export { checkSlot, normalizeModes } from "./modes.ts";
 export {
+  type BundleIdentity,
+  compareVersions,
+  identityName,
+  readIdentity,
+  versionProblem,
+  writeIdentity,
+} from "./identity.ts";
+export {
   dropStaged,
   installBundle,
   installedDir,

@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
 import { BundleError } from "./errors.ts";
+import { type BundleIdentity, identityName, readIdentity } from "./identity.ts";
 import {
   eachLimited,
   hashConcurrency,
@@ -38,6 +39,11 @@ export interface VerifyOptions {
   readonly trustDir?: string;
   /** Refuse an unsigned bundle even when the node trusts no keys. */
   readonly requireSignature?: boolean;
+  /**
+   * The mode the bundle is used as: its BUNDLE.json must name it. A bundle
+   * whose signature was checked must have a BUNDLE.json (fail closed).
+   */
+  readonly mode?: string;
 }
 
 /** What a verified bundle is. */
@@ -46,6 +52,8 @@ export interface Verified {
   readonly bytes: number;
   /** The id of the trusted key whose signature verified, when one did. */
   readonly keyId?: string;
+  /** What its BUNDLE.json says, when it has one. */
+  readonly identity?: BundleIdentity;
   /** Accepted, but the operator should know: unsigned, or signed with nothing to check it against. */
   readonly warnings: readonly string[];
 }
@@ -138,5 +146,31 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   });
   let bytes = 0;
   for (const f of listed.keys()) bytes += found.get(f)!;
-  return { files: listed.size, bytes, ...(keyId ? { keyId } : {}), warnings };
+  // The identity is read only now, after every file (BUNDLE.json among them)
+  // matched the manifest the signature covers.
+  const identity = await readIdentity(dir);
+  if (!identity && keyId) {
+    throw new BundleError(
+      "manifest",
+      `Bundle ${dir} is signed but names no mode and version (${identityName}): re-make it with stratum bundle make --version V, then sign it`,
+      identityName,
+    );
+  }
+  if (identity && opts.mode !== undefined && identity.mode !== opts.mode) {
+    throw new BundleError(
+      "mode",
+      `Bundle ${dir} is a ${identity.mode} bundle (${identityName}), not ${opts.mode}`,
+      identityName,
+    );
+  }
+  if (!identity) {
+    warnings.push(`bundle ${dir} names no mode and version (${identityName})`);
+  }
+  return {
+    files: listed.size,
+    bytes,
+    ...(keyId ? { keyId } : {}),
+    ...(identity ? { identity } : {}),
+    warnings,
+  };
 }

@@ -29,21 +29,36 @@ export function bundleGroup() {
       );
 
     group.command("make")
-      .description("write SHA256SUMS in each mode directory of DIR (removes a stale signature)")
+      .description(
+        "write BUNDLE.json (the mode and version the signature will cover) and SHA256SUMS in each " +
+          "mode directory of DIR (removes a stale signature)",
+      )
       .argument("<dir>", "the bundle directory")
+      .option(
+        "--version <version>",
+        "the bundle's version, dotted numbers (1.2.10); nodes refuse an older one than they run " +
+          "unless --allow-downgrade (default: the version BUNDLE.json has, else 0)",
+      )
       .addOption(jsonOption())
-      .action(async (dir: string, opts: { json?: boolean }) => {
+      .action(async (dir: string, opts: { version?: string; json?: boolean }) => {
         const out = ctx.output(opts);
         const modes = await modeDirs(dir);
-        const made: ({ mode: isolation.Mode; files: number; bytes: number })[] = [];
+        if (opts.version !== undefined && bundle.versionProblem(opts.version)) {
+          throw new UsageError(`--version: ${bundle.versionProblem(opts.version)}`);
+        }
+        const made: ({ mode: isolation.Mode; version: string; files: number; bytes: number })[] =
+          [];
         for (const mode of modes) {
-          made.push({ mode, ...(await usage(bundle.makeManifest(join(dir, mode)))) });
+          const had = await usage(bundle.readIdentity(join(dir, mode)));
+          const version = opts.version ?? had?.version ?? "0";
+          await usage(bundle.writeIdentity(join(dir, mode), { mode, version }));
+          made.push({ mode, version, ...(await usage(bundle.makeManifest(join(dir, mode)))) });
         }
         out.result(
           { outcome: "made", modes: made },
           () =>
             made.map((m) =>
-              `${m.mode}: ${bundle.manifestName} lists ${m.files} files, ${m.bytes} bytes`
+              `${m.mode} (version ${m.version}): ${bundle.manifestName} lists ${m.files} files, ${m.bytes} bytes`
             ),
         );
       });
@@ -113,7 +128,7 @@ export function bundleGroup() {
           let refused: string | undefined;
           for (const mode of modes) {
             try {
-              const v = await bundle.verifyBundle(join(dir, mode), policy);
+              const v = await bundle.verifyBundle(join(dir, mode), { ...policy, mode });
               // What the stack declares is checked too: a bad state entry or
               // an unknown field refuses the bundle here, not on a node.
               await isolation.readStack(join(dir, mode));

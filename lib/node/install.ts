@@ -90,7 +90,7 @@ export async function install(o: InstallOptions): Promise<Installed> {
   const src = o.bundle === undefined
     ? await bundle.installedDir(paths.bundle(o.mode))
     : join(o.bundle, o.mode);
-  const policy = await bundlePolicy(paths, o.requireSignature === true);
+  const policy = await bundlePolicy(paths, o.requireSignature === true, o.mode);
   const verified = await bundle.verifyBundle(src, policy);
   const digest = (await bundleDigest(src))!;
   // Bad state entries, or a state directory that holds another node's or

@@ -16,6 +16,8 @@ export interface MigrateOptions {
   /** The operator's bundle (one subdirectory per mode); unset: the installed copy. */
   readonly bundle?: string | undefined;
   readonly requireSignature?: boolean;
+  /** Accept a bundle older than the one the node runs. */
+  readonly allowDowngrade?: boolean;
   readonly waitReadyMs: number;
   readonly lock: LockOptions;
   /** How systemd runs stratum, for the boot unit. */
@@ -72,6 +74,7 @@ export async function runRecorded(
     node: current.node,
     ...(o.bundle ? { bundle: o.bundle } : {}),
     ...(o.requireSignature ? { requireSignature: true } : {}),
+    ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
     waitReadyMs: o.waitReadyMs,
     migrationId: startedAt.toISOString(),
     log: o.log,

@@ -21,6 +21,8 @@ export interface PreflightInput {
   readonly requireSignature?: boolean;
   /** An upgrade: the same mode, a new bundle (from === to is expected, not refused). */
   readonly upgrade?: boolean;
+  /** Accept a bundle older (BUNDLE.json's version) than the one the node runs. */
+  readonly allowDowngrade?: boolean;
   readonly nspawn?: string;
 }
 
@@ -28,11 +30,13 @@ export interface PreflightInput {
 export async function bundlePolicy(
   paths: host.HostPaths,
   requireSignature = false,
+  mode?: isolation.Mode,
 ): Promise<bundle.VerifyOptions> {
   return {
     trust: await bundle.loadTrust(paths.trustDir),
     trustDir: paths.trustDir,
     requireSignature,
+    ...(mode ? { mode } : {}),
   };
 }
 
@@ -74,10 +78,20 @@ export async function preflight(
       : input.bundleModeDir;
     verified = await bundle.verifyBundle(
       dir,
-      await bundlePolicy(paths, input.requireSignature),
+      await bundlePolicy(paths, input.requireSignature, to),
     );
   } catch (err) {
     throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
+  }
+  // An older version than the node runs is refused unless asked for.
+  const running = await bundle.readIdentity(paths.slot(input.sourceSlot)).catch(() => undefined);
+  if (
+    running && verified.identity && !input.allowDowngrade &&
+    bundle.compareVersions(verified.identity.version, running.version) < 0
+  ) {
+    throw new ErrPreflight(
+      `Bundle version ${verified.identity.version} is older than the ${running.version} this node runs: pass --allow-downgrade to go back on purpose`,
+    );
   }
   const state = await planTargetState(input);
   const target = isolation.otherSlot(input.sourceSlot);

@@ -21,6 +21,8 @@ export interface ReprovisionStartOptions {
   readonly to: isolation.Mode;
   readonly bundle?: string | undefined;
   readonly requireSignature: boolean;
+  /** Accept a bundle older than the one the node runs. */
+  readonly allowDowngrade?: boolean;
   /** Wipe the node's state directories in the reset (`--wipe-state`). */
   readonly wipeState: boolean;
   readonly waitReadyMs: number;
@@ -63,6 +65,7 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
         sourceSlot: current.slot,
         bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : paths.bundle(o.to),
         requireSignature: o.requireSignature,
+        ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
       });
       for (const w of checked.warnings) o.log(`warning: ${w}`);
       if (o.bundle) {
@@ -70,7 +73,7 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
         await bundle.installBundle(
           `${o.bundle}/${o.to}`,
           paths.bundle(o.to),
-          await bundlePolicy(paths, o.requireSignature),
+          await bundlePolicy(paths, o.requireSignature, o.to),
         );
       }
     } catch (err) {

@@ -17,6 +17,8 @@ export interface NodeSpecOptions {
   readonly bundle?: string;
   /** Refuse an unsigned bundle even when the node trusts no keys. */
   readonly requireSignature?: boolean;
+  /** Accept a bundle older than the one the node runs. */
+  readonly allowDowngrade?: boolean;
   /** How long waitReady waits for the target to be healthy, in ms. */
   readonly waitReadyMs: number;
   /**
@@ -80,6 +82,7 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
         sourceSlot: o.sourceSlot,
         bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : installed,
         ...(upgrade ? { upgrade: true } : {}),
+        ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
         ...(o.requireSignature ? { requireSignature: true } : {}),
       });
       for (const w of r.warnings) log(`warning: ${w}`);
@@ -98,7 +101,7 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
         await bundle.stageBundle(
           `${o.bundle}/${o.to}`,
           targetBundle,
-          await bundlePolicy(paths, o.requireSignature),
+          await bundlePolicy(paths, o.requireSignature, o.to),
         );
         return;
       }
@@ -106,7 +109,7 @@ export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"
       await bundle.installBundle(
         `${o.bundle}/${o.to}`,
         installed,
-        await bundlePolicy(paths, o.requireSignature),
+        await bundlePolicy(paths, o.requireSignature, o.to),
       );
     },
     snapshotConfig: () => snapshot.take(),

@@ -17,6 +17,8 @@ export interface UpgradeOptions {
   /** The new bundle: a directory with a subdirectory for the node's mode. */
   readonly bundle: string;
   readonly requireSignature?: boolean;
+  /** Accept a bundle older than the one the node runs. */
+  readonly allowDowngrade?: boolean;
   readonly waitReadyMs: number;
   readonly lock: LockOptions;
   readonly self: SelfCommand;
@@ -54,7 +56,10 @@ export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
     }
     // Verified before anything is compared or changed: a bundle that does
     // not verify is refused even when its manifest matches.
-    await bundle.verifyBundle(modeDir, await bundlePolicy(paths, o.requireSignature === true));
+    await bundle.verifyBundle(
+      modeDir,
+      await bundlePolicy(paths, o.requireSignature === true, current.mode),
+    );
     const digest = (await bundleDigest(modeDir))!;
     if (digest === (await bundleDigest(paths.slot(current.slot)))) {
       o.log(`upgrade: slot ${current.slot} already runs bundle ${digest}; nothing to do`);

@@ -114,6 +114,7 @@ export async function makeBundle(
       ],
     });
     await writeMode(join(dir, mode), {
+      "BUNDLE.json": JSON.stringify({ mode, version: opts.release ?? "1" }) + "\n",
       "stack/stack.py": stackPy,
       "host-files/90-stratum.conf": `# stratum ${mode} mode\nnet.ipv4.ip_forward = 1\n`,
       "stack.json": JSON.stringify(
@@ -151,7 +152,7 @@ export async function makeEtcdBundle(
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
     await writeMode(join(dir, mode), {
-      ...(opts.release ? { RELEASE: `${opts.release}\n` } : {}),
+      "BUNDLE.json": JSON.stringify({ mode, version: opts.release ?? "1" }) + "\n",
       "stack.json": JSON.stringify(
         {
           services: [{

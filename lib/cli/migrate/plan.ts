@@ -34,6 +34,10 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
       "--require-signature",
       "refuse an unsigned bundle even when no key is trusted (/etc/stratum/trust/*.pem)",
     )
+    .option(
+      "--allow-downgrade",
+      "accept a bundle older (BUNDLE.json's version) than the one this node runs",
+    )
     .addOption(
       new Option("--wait-ready <duration>", "how long the target may take to become healthy")
         .default("2m"),
@@ -45,6 +49,7 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
           strategy: string;
           bundle?: string;
           requireSignature?: boolean;
+          allowDowngrade?: boolean;
           waitReady: string;
         },
       ) => {
@@ -77,6 +82,7 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
               sourceSlot: current.slot,
               bundleModeDir: opts.bundle ? `${opts.bundle}/${to}` : paths.bundle(to),
               ...(opts.requireSignature ? { requireSignature: true } : {}),
+              ...(opts.allowDowngrade ? { allowDowngrade: true } : {}),
             });
             for (const w of checked.warnings) out.log(`warning: ${w}`);
           } catch (err) {

@@ -36,6 +36,10 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
       "refuse an unsigned bundle even when no key is trusted (/etc/stratum/trust/*.pem)",
     )
     .option(
+      "--allow-downgrade",
+      "accept a bundle older (BUNDLE.json's version) than the one this node runs",
+    )
+    .option(
       "--wipe-state",
       "reprovision only: remove the node's state directories (etcd, kubelet, ...) in the reset, " +
         "so the node starts with empty data; without it a reprovision keeps them",
@@ -51,6 +55,7 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
         strategy: string;
         bundle?: string;
         requireSignature?: boolean;
+        allowDowngrade?: boolean;
         wipeState?: boolean;
         waitLock: string;
         waitReady: string;
@@ -76,6 +81,7 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
         to,
         bundle: opts.bundle,
         requireSignature: opts.requireSignature === true,
+        allowDowngrade: opts.allowDowngrade === true,
         waitReadyMs,
         lock: lockOptions(out, `stratum migrate run --to ${to}`, waitLockMs),
         self: deps.selfCommand,

@@ -52,7 +52,7 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
       try {
         const v = await bundle.verifyBundle(
           await bundle.installedDir(modeDir),
-          await node.bundlePolicy(paths),
+          await node.bundlePolicy(paths, false, applied.mode),
         );
         bundleCheck = { verified: true, ...(v.keyId ? { keyId: v.keyId } : {}) };
       } catch (err) {

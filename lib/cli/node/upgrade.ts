@@ -18,6 +18,10 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
     .requiredOption("--bundle <dir>", "the new bundle: a directory with one subdirectory per mode")
     .option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
     .option("--require-signature", "refuse an unsigned bundle even when no key is trusted")
+    .option(
+      "--allow-downgrade",
+      "accept a bundle older (BUNDLE.json's version) than the one this node runs",
+    )
     .option("--wait-ready <duration>", "how long the new stack may take to become healthy", "2m")
     .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
     .addOption(jsonOption())
@@ -40,6 +44,7 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
           bundle: string;
           root: string;
           requireSignature?: boolean;
+          allowDowngrade?: boolean;
           waitReady: string;
           waitLock: string;
           json?: boolean;
@@ -59,6 +64,7 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
             systemctl: deps.systemctl(),
             bundle: opts.bundle,
             requireSignature: opts.requireSignature === true,
+            allowDowngrade: opts.allowDowngrade === true,
             waitReadyMs,
             lock: lockOptions(out, "stratum node upgrade", waitLockMs),
             self: deps.selfCommand,

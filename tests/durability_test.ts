@@ -62,9 +62,26 @@ for (const to of ["nspawn", "host"] as const) {
         (await n.sb.sh(`find /var/lib/stratum/slots/b ${bundleDir} \\( -type f -o -type d \\)`))
           .trim().split("\n");
       assert(paths.length > 5, `the slot and the bundle hold files: ${paths.length}`);
+      // The bundle is copied and fsynced as a staged tree, then renamed to its
+      // version: its files count as synced under their staged names, and the
+      // rename must be followed by an fsync of the bundles directory.
+      const staged = `/var/lib/stratum/bundles/.${to}.next`;
       const synced = new Set(
         calls.filter((c) => (c.name === "fsync" || c.name === "fdatasync") && c.end < recorded)
-          .map((c) => c.fdPath),
+          .map((c) =>
+            c.fdPath?.startsWith(staged) ? bundleDir + c.fdPath.slice(staged.length) : c.fdPath
+          ),
+      );
+      const promoted = calls.findIndex((c) =>
+        c.name.startsWith("rename") && c.args.includes(`"${staged}"`) &&
+        c.args.includes(`"${bundleDir}"`)
+      );
+      assert(promoted >= 0 && calls[promoted]!.end < recorded, "the staged bundle was renamed");
+      assert(
+        calls.slice(promoted).some((c) =>
+          c.name === "fsync" && c.fdPath === "/var/lib/stratum/bundles" && c.end < recorded
+        ),
+        "the bundles directory was fsynced after the rename",
       );
       const missing = paths.filter((p) => !synced.has(p));
       assertEquals(missing, [], "fsynced before stopping-source was recorded");

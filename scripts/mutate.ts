@@ -1,13 +1,16 @@
 /**
  * Mutation testing: puts one plausible bug at a time into lib/migrate,
- * lib/rollout, lib/kube and lib/host/durable_file.ts, runs the fast tests
+ * lib/rollout, lib/kube and lib/host, runs the fast tests
  * that cover that code, and reports each mutant that no test noticed.
  *
  * Operators (one change per mutant): flip an equality, swap && and ||, move
  * a relational boundary, flip a boolean literal, negate an `if` condition,
  * delete a call statement, swap two adjacent `await` statements (the write-
- * ahead order), and move a small integer constant by one. Text inside string
- * literals and comments is left alone.
+ * ahead order), move a small integer constant by one, widen an `instanceof`
+ * check to `Error`, drop one string from an argument list (an argv given to
+ * an external program), and pass `undefined` for one argument where an
+ * error is made (a step or action name lost when an error is wrapped). Text
+ * inside string literals and comments is left alone.
  *
  * Each mutant runs in its own copy of the repository (workers side by side),
  * with `deno test --no-check --fail-fast`: a mutant that no longer parses is
@@ -50,6 +53,16 @@ const suites: { files: RegExp; tests: string[] }[] = [
     ],
   },
   {
+    files: /^lib\/host\/(?!durable_file\.ts$)/,
+    tests: [
+      "tests/host_test.ts",
+      "tests/lock_test.ts",
+      "tests/unit_quote_test.ts",
+      "tests/trust_boundary_test.ts",
+      "tests/exec_test.ts",
+    ],
+  },
+  {
     files: /^lib\/(rollout|kube)\//,
     tests: [
       "tests/rollout_truth_test.ts",
@@ -63,7 +76,7 @@ const targets = [
   ...listTs("lib/migrate"),
   ...listTs("lib/rollout"),
   ...listTs("lib/kube"),
-  "lib/host/durable_file.ts",
+  ...listTs("lib/host"),
 ].filter((f) => !f.endsWith("/mod.ts"));
 
 export interface Mutant {
@@ -185,6 +198,29 @@ export function mutants(file: string, text: string): Mutant[] {
     if (callStatement.test(line) && balanced(mask(line))) {
       add(i, "delete call", line.replace(/\S.*$/, "/* deleted */;"));
     }
+    for (const hit of m.matchAll(/\binstanceof ([\w$.]+)/g)) {
+      if (hit[1] === "Error") continue;
+      const at = hit.index! + "instanceof ".length;
+      add(i, "widen instanceof", line.slice(0, at) + "Error" + line.slice(at + hit[1]!.length));
+    }
+    // One string dropped from a bracketed list of them (an argv, a flag list).
+    if (/\[\s*["'`]/.test(line) || /^\s*["'`][^"'`]*["'`],\s*$/.test(line)) {
+      for (const hit of line.matchAll(/("[^"\\]*"|'[^'\\]*'|`[^`\\$]*`),\s?/g)) {
+        const at = hit.index!;
+        if (mask(line).slice(at, at + 1) !== line[at]) continue; // inside a string or comment
+        add(i, "drop argument", line.slice(0, at) + line.slice(at + hit[0].length));
+      }
+    }
+    // One argument of a new error passed as undefined.
+    for (const hit of m.matchAll(/\bnew ([\w$.]*(?:Error|Err[A-Z]\w*))\(/g)) {
+      const open = hit.index! + hit[0].length;
+      const args = topLevelArgs(line, open);
+      if (!args || args.length < 2) continue;
+      for (const [from, to] of args) {
+        if (line.slice(from, to).trim() === "undefined") continue;
+        add(i, "error field dropped", line.slice(0, from) + "undefined" + line.slice(to));
+      }
+    }
     const next = lines[i + 1];
     if (
       next !== undefined && awaitStatement.test(line) && awaitStatement.test(next) &&
@@ -194,6 +230,35 @@ export function mutants(file: string, text: string): Mutant[] {
     }
   }
   return out;
+}
+
+/** The [start, end) spans of the top-level arguments from `open` (after "(") to the closing ")", on one line. */
+function topLevelArgs(line: string, open: number): [number, number][] | undefined {
+  const m = mask(line);
+  const spans: [number, number][] = [];
+  let depth = 0;
+  let start = open;
+  for (let j = open; j < m.length; j++) {
+    const c = m[j];
+    if (c === "(" || c === "[" || c === "{") depth++;
+    else if (c === ")" || c === "]" || c === "}") {
+      if (depth === 0) {
+        if (line.slice(start, j).trim() !== "") spans.push(trimSpan(line, start, j));
+        return spans;
+      }
+      depth--;
+    } else if (c === "," && depth === 0) {
+      spans.push(trimSpan(line, start, j));
+      start = j + 1;
+    }
+  }
+  return undefined; // the call goes on past this line
+}
+
+function trimSpan(line: string, from: number, to: number): [number, number] {
+  while (from < to && line[from] === " ") from++;
+  while (to > from && line[to - 1] === " ") to--;
+  return [from, to];
 }
 
 function indent(s: string): number {

@@ -15,7 +15,6 @@ import { join } from "node:path";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { bundle, Node } from "./support/sandbox_node.ts";
 import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
-import { journalSteps, readStepTable } from "./support/step_table.ts";
 
 if (nspawnUnavailable) console.error(`migrate CLI tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
@@ -59,40 +58,9 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
   });
 }
 
-// Every step, both directions: SIGKILL right after the step's journal write,
-// then resume twice; the second resume must change nothing.
-const steps = journalSteps(await readStepTable());
-for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
-  Deno.test({
-    name: `SIGKILL after each step's journal write, then resume: one stack runs (${from} → ${to})`,
-    ignore,
-    async fn(t) {
-      for (const step of steps) {
-        await t.step(step, async () => {
-          await using n = await Node.boot(from);
-          const r = await n.stratum(["migrate", "run", "--to", to, "--bundle", n.bundle], {
-            STRATUM_FAILPOINT: `kill-after-record:${step}`,
-          });
-          assertEquals(r.code, 137, `killed by SIGKILL: ${r.stderr}`);
-          assertEquals(
-            (await n.state()).journal.step,
-            step,
-            "the journal says what may have happened",
-          );
-          const first = await n.stratum(["migrate", "resume", "--json"]);
-          const finishes = steps.indexOf(step) >= steps.indexOf("awaiting-ready");
-          const outcome = await n.assertInvariant(`resume after a kill at ${step}`);
-          assertEquals(outcome, finishes ? "complete" : "rolled-back");
-          assertEquals(first.code, step === "complete" ? 0 : finishes ? 0 : 1, first.stderr);
-          const before = await n.state();
-          const second = await n.stratum(["migrate", "resume", "--json"]);
-          assertEquals([second.code, second.doc.outcome], [0, "nothing-to-do"]);
-          assertEquals(await n.state(), before, "a second resume changes nothing");
-        });
-      }
-    },
-  });
-}
+// SIGKILL right after each journal write, then resume (twice: the second
+// changes nothing), both directions: tests/node_state_test.ts, with etcd's
+// keys checked too.
 
 Deno.test({
   name: "SIGKILL at random instants of a run, then resume: one stack runs",

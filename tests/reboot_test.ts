@@ -6,20 +6,14 @@
 // that boot: exactly one stack is active and healthy, it is the one
 // node.json names, the journal is terminal (rolled-back before the target
 // was recorded running, complete from then on), and stratum-boot.service
-// did not fail. Boot-to-healthy times are printed for the README.
+// did not fail.
 
 import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
-import { journalSteps, readStepTable } from "./support/step_table.ts";
 
 if (nspawnUnavailable) console.error(`reboot tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
-
-const steps = journalSteps(await readStepTable());
-
-const healthy: number[] = [];
-const booted: number[] = [];
 
 Deno.test({
   name: "a plain reboot with no migration brings the applied stack back",
@@ -46,51 +40,6 @@ Deno.test({
   },
 });
 
-for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
-  Deno.test({
-    name:
-      `a power cut right after each journal write, then a boot: one stack runs (${from} → ${to})`,
-    ignore,
-    async fn(t) {
-      for (const step of steps) {
-        await t.step(step, async () => {
-          await using n = await Node.boot(from, undefined, { persistent: true });
-          const r = await n.stratum(["migrate", "run", "--to", to, "--bundle", n.bundle], {
-            STRATUM_FAILPOINT: `kill-after-record:${step}`,
-          });
-          assertEquals(r.code, 137, `the failpoint killed it after ${step}: ${r.stderr}`);
-          await n.powerCut();
-          const time = await n.boot();
-          assert(time.healthyMs !== undefined, `no stack came up after a power cut at ${step}`);
-          booted.push(time.bootedMs);
-          healthy.push(time.healthyMs);
-          const outcome = await n.assertInvariant(`boot after a power cut at ${step}`);
-          const finishes = steps.indexOf(step) >= steps.indexOf("awaiting-ready");
-          assertEquals(outcome, finishes ? "complete" : "rolled-back");
-          const unit = await n.sb.exec(["systemctl", "is-failed", "stratum-boot.service"]);
-          assertEquals(unit.stdout.trim(), "active", "stratum-boot.service did not fail");
-          // node.json names the running slot, so the next plain reboot keeps it.
-          const s = await n.state();
-          assertEquals(s.active[s.node.slot], true);
-        });
-      }
-    },
-  });
-}
-
-Deno.test({
-  name: "boot-to-healthy after a power cut (figures)",
-  ignore,
-  fn() {
-    if (healthy.length === 0) return;
-    const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-    console.log(
-      `power cut at each step, ${healthy.length} boots: systemd boot done median ${
-        Math.round(med(booted))
-      } ms (max ${Math.round(Math.max(...booted))}); healthy median ${
-        Math.round(med(healthy))
-      } ms (max ${Math.round(Math.max(...healthy))})`,
-    );
-    assertEquals(healthy.length, 14);
-  },
-});
+// A power cut right after each journal write, both directions, then a boot:
+// tests/node_state_test.ts, with etcd, which also checks every acknowledged
+// key and reports the boot-to-healthy figures.

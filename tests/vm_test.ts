@@ -154,14 +154,17 @@ Deno.test({
         assertEquals(ack.code, 0, ack.stderr);
       });
     }
-    await t.step("a plain reboot (clean shutdown) brings the node back whole", async () => {
-      await write();
-      await vm.shutdown();
-      await vm.boot();
-      await waitHealthy(vm, "after a reboot");
-      const node = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
-      await assertNode(vm, written, node.mode, "after a plain reboot");
-    });
+    // A plain reboot: `deno task test:vm` (all); CI's subset leaves it out for time.
+    if (which === "all") {
+      await t.step("a plain reboot (clean shutdown) brings the node back whole", async () => {
+        await write();
+        await vm.shutdown();
+        await vm.boot();
+        await waitHealthy(vm, "after a reboot");
+        const node = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
+        await assertNode(vm, written, node.mode, "after a plain reboot");
+      });
+    }
     if (healthy.length > 0) {
       const sorted = [...healthy].sort((a, b) => a - b);
       console.error(

@@ -123,12 +123,17 @@ export function bundleGroup() {
           const out = ctx.output(opts);
           const paths = await rootPaths(opts.root);
           const modes = opts.mode ? [checkMode(opts.mode)] : await modeDirs(dir);
+          // The node's own installed bundles: stratum's links, resolved once.
+          const installed = (await Deno.realPath(dir).catch(() => dir)) ===
+            (await Deno.realPath(paths.bundlesDir).catch(() => paths.bundlesDir));
+          const modeDir = (mode: isolation.Mode) =>
+            installed ? bundle.installedDir(join(dir, mode)) : Promise.resolve(join(dir, mode));
           const policy = await usage(node.bundlePolicy(paths, opts.requireSignature === true));
           const verified: (bundle.Verified & { mode: isolation.Mode })[] = [];
           let refused: string | undefined;
           for (const mode of modes) {
             try {
-              const v = await bundle.verifyBundle(join(dir, mode), { ...policy, mode });
+              const v = await bundle.verifyBundle(await modeDir(mode), { ...policy, mode });
               // What the stack declares is checked too: a bad state entry or
               // an unknown field refuses the bundle here, not on a node.
               await isolation.readStack(join(dir, mode));
@@ -170,7 +175,8 @@ export function bundleGroup() {
 async function modeDirs(dir: string): Promise<isolation.Mode[]> {
   const found: isolation.Mode[] = [];
   for (const m of isolation.modes) {
-    const st = await Deno.lstat(join(dir, m)).catch(() => undefined);
+    // stat: the node's installed bundles are links to their versions.
+    const st = await Deno.stat(join(dir, m)).catch(() => undefined);
     if (st?.isDirectory) found.push(m);
   }
   if (found.length === 0) {

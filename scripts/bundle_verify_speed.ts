@@ -38,6 +38,14 @@ async function generate(dir: string, mib: number): Promise<{ largestMiB: number 
     crypto.getRandomValues(chunk.subarray(0, Math.min(65536, chunk.length)));
     await Deno.writeFile(join(m, "small", `f${i}.bin`), chunk);
   }
+  // What every bundle's mode directory has: the stack it runs (verify checks it too).
+  await Deno.writeTextFile(
+    join(m, "stack.json"),
+    JSON.stringify({
+      services: [{ name: "node", exec: ["/usr/bin/true"] }],
+      health: { url: "http://127.0.0.1:1/healthz" },
+    }),
+  );
   await bundle.makeManifest(m);
   return { largestMiB: largeMiB };
 }

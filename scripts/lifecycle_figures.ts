@@ -36,6 +36,7 @@ while not os.path.exists("/run/stop-probe"):
     try:
         urllib.request.urlopen("http://127.0.0.1:18080/healthz", timeout=0.2)
         if last_ok is not None: gap = max(gap, now - last_ok)
+        elif not seen: open("/run/probe-ready", "w").close()
         last_ok = now; seen = True
     except Exception:
         pass
@@ -44,8 +45,13 @@ print(int(gap * 1000))
 `;
 
 async function probed(sb: Sandbox, work: () => Promise<void>): Promise<number> {
-  await sb.exec(["rm", "-f", "/run/stop-probe"]);
+  await sb.exec(["rm", "-f", "/run/stop-probe", "/run/probe-ready"]);
   const probe = sb.exec(["python3", "-c", prober]);
+  // Work starts once the prober has seen the stack answer, or a fast change
+  // (a restart) could finish before it looks.
+  while ((await sb.exec(["test", "-e", "/run/probe-ready"])).code !== 0) {
+    await new Promise((r) => setTimeout(r, 10));
+  }
   await work();
   await sb.exec(["touch", "/run/stop-probe"]);
   return Number((await probe).stdout.trim());

@@ -714,3 +714,21 @@ function countNth(log: Call[]): { call: Call; nth: number }[] {
     return { call, nth };
   });
 }
+
+Deno.test("a failing call is reported as an ActionError naming it and the step recorded before it", async (t) => {
+  // The report's failedStep (docs/cli.md) comes from here: the operator must
+  // be told which call failed and how far the journal got.
+  for (const r of table) {
+    for (const call of r.calls) {
+      await t.step(call, async () => {
+        const w = await newWorld();
+        w.faults = [{ call, kind: "fail", nth: 1 }];
+        const o = await w.run();
+        assert(o !== "crashed" && o.error, `${call}: the run reported no error`);
+        const first = migrate.find(o.error, migrate.ActionError);
+        assertEquals(first?.action, call, String(o.error));
+        assertEquals(first?.step, r.step, `${call}: the step recorded before it`);
+      });
+    }
+  }
+});

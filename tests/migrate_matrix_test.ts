@@ -728,6 +728,11 @@ Deno.test("a failing call is reported as an ActionError naming it and the step r
         const first = migrate.find(o.error, migrate.ActionError);
         assertEquals(first?.action, call, String(o.error));
         assertEquals(first?.step, r.step, `${call}: the step recorded before it`);
+        // The call's own error is kept as the cause, for the message.
+        assert(
+          first?.cause instanceof Error && first.cause.message === `injected failure in ${call}`,
+          `${call}: cause ${String(first?.cause)}`,
+        );
       });
     }
   }

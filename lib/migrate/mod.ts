@@ -13,7 +13,7 @@
  * @example Run a migration with a journal
  * ```ts
  * import * as migrate from "./mod.ts";
- * declare const hooks: Omit<migrate.InPlaceSpec, "record">; // see lib/node's nodeSpec
+ * declare const hooks: Omit<migrate.InPlaceSpec, "record">; // see lib/node's inPlaceHooks
  * const store = new migrate.JournalStore("/var/lib/stratum/migration.json");
  * const record = migrate.recorder(store, { strategy: "in-place", from: "host", to: "nspawn" });
  * const result = await migrate.runInPlace({ ...hooks, record });

@@ -1,5 +1,5 @@
 import { join } from "../errors/mod.ts";
-import { checkSpec, finish, neverAborted, Progress, rollback, targetLost } from "./_steps.ts";
+import { checkSpec, finish, neverAborted, Progress, rollback, targetLost } from "./_progress.ts";
 import { ErrInterrupted, ErrInvalidSpec } from "./errors.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import {

@@ -1,5 +1,5 @@
 import type { SlotRef } from "../isolation/mod.ts";
-import { checkSpec, finish, neverAborted, Progress, rollback, targetRootOf } from "./_steps.ts";
+import { checkSpec, finish, neverAborted, Progress, rollback, targetRootOf } from "./_progress.ts";
 import { ErrAborted } from "./errors.ts";
 import type { InPlaceSpec, Result } from "./spec.ts";
 import {

@@ -5,7 +5,7 @@ import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { bundlePolicy } from "./preflight.ts";
-import { waitReady } from "./spec.ts";
+import { waitReady } from "./in_place_hooks.ts";
 
 /** What `stratum node install` needs. */
 export interface InstallOptions {

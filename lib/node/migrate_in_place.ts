@@ -6,7 +6,7 @@ import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { ErrBadRequest } from "./errors.ts";
 import { withFailpoint } from "./failpoint.ts";
 import { type LockOptions, withLock } from "./lock.ts";
-import { nodeSpec } from "./spec.ts";
+import { inPlaceHooks } from "./in_place_hooks.ts";
 
 /** What `stratum migrate run` (in place) needs. */
 export interface MigrateOptions {
@@ -65,7 +65,7 @@ export async function runRecorded(
 ): Promise<Migrated> {
   const { paths, systemctl } = o;
   const startedAt = new Date();
-  const spec = nodeSpec({
+  const spec = inPlaceHooks({
     paths,
     systemctl,
     from: current.mode,

@@ -37,7 +37,12 @@ export {
   preflight,
   type PreflightInput,
 } from "./preflight.ts";
-export { ErrNotReady, nodeSpec, type NodeSpecOptions, waitReady } from "./spec.ts";
+export {
+  ErrNotReady,
+  inPlaceHooks,
+  type InPlaceHooksOptions,
+  waitReady,
+} from "./in_place_hooks.ts";
 export {
   bundleDigest,
   ErrInstalledOtherwise,

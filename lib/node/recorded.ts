@@ -9,7 +9,7 @@ import type { SelfCommand } from "./boot_unit.ts";
 import { handoffStore } from "./failpoint.ts";
 import { type LockOptions, withLock } from "./lock.ts";
 import { reprovisionSpec } from "./reprovision.ts";
-import { nodeSpec } from "./spec.ts";
+import { inPlaceHooks } from "./in_place_hooks.ts";
 
 /** The journal, undefined when there is none. An unreadable one rejects, never reads as "none". */
 export async function loadJournal(
@@ -89,7 +89,7 @@ export async function resumeRecorded(
     throw new migrate.ErrCorruptJournal(store.path, "an in-place journal without its slots");
   }
   const applied = await isolation.readNodeConfig(paths.nodeConfig).catch(() => undefined);
-  const spec = nodeSpec({
+  const spec = inPlaceHooks({
     paths,
     systemctl: o.systemctl,
     from: j.from,

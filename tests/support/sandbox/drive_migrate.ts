@@ -23,7 +23,7 @@ const self = node.selfCommand(new URL("../../../main.ts", import.meta.url).href)
 await bringUp({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle, self });
 const before = await health();
 const store = new migrate.JournalStore(paths.journal);
-const spec = node.nodeSpec({
+const spec = node.inPlaceHooks({
   migrationId: new Date().toISOString(),
   paths,
   systemctl,

@@ -56,7 +56,7 @@ function timedBackend(b: isolation.Backend): isolation.Backend {
     destroy: timed("destroy", b.destroy.bind(b)),
   };
 }
-const spec = node.nodeSpec({
+const spec = node.inPlaceHooks({
   migrationId: new Date().toISOString(),
   paths,
   systemctl,

@@ -5,7 +5,7 @@ import type * as migrate from "../migrate/mod.ts";
 import { bundlePolicy, preflight } from "./preflight.ts";
 
 /** What the real migration of this node needs. */
-export interface NodeSpecOptions {
+export interface InPlaceHooksOptions {
   readonly paths: host.HostPaths;
   readonly systemctl: host.Systemctl;
   readonly from: isolation.Mode;
@@ -43,7 +43,7 @@ export interface NodeSpecOptions {
  * - removeSourceConfig: drops the source's saved node.json;
  * - prepareHost: the target mode's firewall flush unit and apt pins.
  */
-export function nodeSpec(o: NodeSpecOptions): Omit<migrate.InPlaceSpec, "record"> & {
+export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, "record"> & {
   readonly targetRoot: isolation.SlotRef;
 } {
   const { paths, systemctl } = o;
@@ -162,7 +162,11 @@ export class ErrNotReady extends Error {
 
 /** Resolves once the target's units are active and its health URL answers 200. */
 export async function waitReady(
-  o: NodeSpecOptions & { target: isolation.SlotRef; signal: AbortSignal; log: (l: string) => void },
+  o: InPlaceHooksOptions & {
+    target: isolation.SlotRef;
+    signal: AbortSignal;
+    log: (l: string) => void;
+  },
 ): Promise<void> {
   const stack = await isolation.readStack(o.paths.slot(o.target.slot));
   const unit = isolation.targetUnit(o.target.slot);

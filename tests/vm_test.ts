@@ -22,6 +22,7 @@ import { repoRoot } from "./support/sandbox.ts";
 import { journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
 import { buildImage, Vm, vmUnavailable } from "./support/vm.ts";
+import { installSteps } from "../lib/node/mod.ts";
 
 const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
 const skip = which === "off" ? "STRATUM_VM_TESTS=off" : vmUnavailable ??
@@ -60,15 +61,6 @@ const stratum = "/srv/payload/stratum";
 const bundle = "/srv/payload/bundle";
 /** Power-on to etcd healthy after each cut after a journal write, ms. */
 const healthy: number[] = [];
-const installSteps = [
-  "cleared",
-  "bundle-installed",
-  "prepared",
-  "started",
-  "ready",
-  "committed",
-  "host-prepared",
-];
 
 Deno.test({
   name: `real power cuts in a VM (${which}): after node install, then after journal writes`,

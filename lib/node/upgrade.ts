@@ -1,32 +1,18 @@
 import { join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
-import type * as host from "../host/mod.ts";
 import type * as isolation from "../isolation/mod.ts";
 import { appliedNode, requireNoJournal } from "./applied.ts";
-import type { SelfCommand } from "./boot_unit.ts";
 import { ErrBadRequest } from "./errors.ts";
 import { bundleDigest } from "./install.ts";
-import { type LockOptions, withLock } from "./lock.ts";
-import { type Migrated, runRecorded } from "./migrate_in_place.ts";
+import { withLock } from "./lock.ts";
+import { type Migrated, type MigrateOptions, runRecorded } from "./migrate_in_place.ts";
 import { bundlePolicy } from "./preflight.ts";
 
-/** What `stratum node upgrade` needs. */
-export interface UpgradeOptions {
-  readonly paths: host.HostPaths;
-  readonly systemctl: host.Systemctl;
+/** What `stratum node upgrade` needs: a migration's options, with the new bundle required and no mode. */
+export type UpgradeOptions = Omit<MigrateOptions, "to" | "bundle"> & {
   /** The new bundle: a directory with a subdirectory for the node's mode. */
   readonly bundle: string;
-  readonly requireSignature?: boolean;
-  /** Accept a bundle older than the one the node runs. */
-  readonly allowDowngrade?: boolean;
-  readonly waitReadyMs: number;
-  readonly lock: LockOptions;
-  readonly self: SelfCommand;
-  readonly signal: AbortSignal;
-  readonly log: (line: string) => void;
-  readonly failpoint?: string | undefined;
-  readonly killSelf: () => void;
-}
+};
 
 /** How an upgrade ended: nothing to do (the bundle already runs), or the migration's outcome. */
 export type Upgraded =

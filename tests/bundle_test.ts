@@ -204,6 +204,27 @@ Deno.test({
       assertEquals(r.code, 2, r.stderr);
       assert(r.doc.message.includes("leaves the bundle"), r.doc.message);
     });
+    await t.step(
+      "swapped after it was verified, even for another signed bundle: the copy is refused",
+      async () => {
+        // A run verifies the source once (preflight) and holds the copy to
+        // that verification: a carrier that swaps the bundle in between
+        // must not get another one installed, signed or not.
+        const checked = await bundle.verifyBundle(join(good, "host"), { ...policy, mode: "host" });
+        const other = await makeBundle(join(tmp, "swapped"), { release: "2" });
+        await sign(other);
+        const e = await assertRejects(
+          () => bundle.installBundle(join(other, "host"), dest, policy, checked),
+          (e) => e instanceof bundle.BundleError && e.fault === "changed",
+        );
+        assert(String(e).includes(checked.manifestDigest), String(e));
+        assertEquals(await snapshot(), before, "the installed bundle changed");
+        assertEquals(await Deno.stat(bundle.stagedPath(dest)).catch(() => undefined), undefined);
+        // The same bundle, held to its own verification, installs.
+        const v = await bundle.installBundle(join(good, "host"), dest, policy, checked);
+        assertEquals(v.manifestDigest, checked.manifestDigest);
+      },
+    );
   },
 });
 

@@ -7,7 +7,8 @@ export type BundleFault =
   | "untrusted" // a signature no trusted key verifies
   | "trust" // a trust store key that cannot be read
   | "mode" // a bundle used as another mode than its BUNDLE.json names
-  | "downgrade"; // an older version than the one installed, without --allow-downgrade
+  | "downgrade" // an older version than the one installed, without --allow-downgrade
+  | "changed"; // not the bundle verified earlier in the same run (changed under us)
 
 /** A bundle that must not be used; `file` names the file at fault when there is one. */
 export class BundleError extends Error {

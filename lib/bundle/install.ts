@@ -1,4 +1,3 @@
-import { cp } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { ensureDir, syncDir, syncTree } from "../host/durable_file.ts";
 import { BundleError } from "./errors.ts";
@@ -15,8 +14,9 @@ export async function installBundle(
   src: string,
   dest: string,
   opts: VerifyOptions = {},
+  checked?: Verified,
 ): Promise<Verified> {
-  const verified = await stageBundle(src, stagedPath(dest), opts);
+  const verified = await stageBundle(src, stagedPath(dest), opts, checked);
   await promoteBundle(dest);
   return verified;
 }
@@ -52,20 +52,34 @@ export function stagedPath(dest: string): string {
  * refuses it), normalises its modes (see normalizeModes), fsyncs it and
  * verifies the copy, without touching what is installed: an upgrade stages
  * the new version and promotes it only once it is proven.
+ *
+ * `checked`, what this run's preflight already verified of `src`, spares
+ * reading the source twice: the copy must then be that very bundle (the
+ * same manifest digest), so a carrier that changed the bundle in between,
+ * even for another validly signed one, is refused.
  */
 export async function stageBundle(
   src: string,
   staged: string,
   opts: VerifyOptions = {},
+  checked?: Verified,
 ): Promise<Verified> {
-  const verified = await verifyBundle(src, opts);
+  const verified = checked ?? await verifyBundle(src, opts);
   await ensureDir(dirname(staged));
   await Deno.remove(staged, { recursive: true }).catch(() => {});
+  const { cp } = await import("node:fs/promises");
   await cp(src, staged, { recursive: true, preserveTimestamps: true });
   await normalizeModes(staged);
   await syncTree(staged);
   await syncDir(dirname(staged));
-  await verifyBundle(staged, opts);
+  const copy = await verifyBundle(staged, opts);
+  if (copy.manifestDigest !== verified.manifestDigest) {
+    await Deno.remove(staged, { recursive: true }).catch(() => {});
+    throw new BundleError(
+      "changed",
+      `Bundle ${src} changed while it was installed (manifest sha256 ${verified.manifestDigest} verified, ${copy.manifestDigest} copied): refused`,
+    );
+  }
   return verified;
 }
 

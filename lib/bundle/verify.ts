@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { sha256Hex } from "../host/sha256.ts";
 import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
 import { BundleError } from "./errors.ts";
 import { type BundleIdentity, identityName, readIdentity } from "./identity.ts";
@@ -48,6 +49,8 @@ export interface VerifyOptions {
 
 /** What a verified bundle is. */
 export interface Verified {
+  /** The sha256 of the manifest that was checked: names exactly what was verified. */
+  readonly manifestDigest: string;
   readonly files: number;
   readonly bytes: number;
   /** The id of the trusted key whose signature verified, when one did. */
@@ -167,6 +170,7 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
     warnings.push(`bundle ${dir} names no mode and version (${identityName})`);
   }
   return {
+    manifestDigest: await sha256Hex(manifest),
     files: listed.size,
     bytes,
     ...(keyId ? { keyId } : {}),

@@ -28,6 +28,8 @@ export interface InPlaceHooksOptions {
   readonly migrationId: string;
   /** Progress lines for the operator (stderr). */
   readonly log?: (line: string) => void;
+  /** What this run already verified of the operator's bundle (an upgrade's check): not read again. */
+  readonly verified?: bundle.Verified | undefined;
 }
 
 /**
@@ -68,6 +70,10 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
   // The state directories new to the target, which its prepare may make:
   // filled by preflight, which checked that no running stack uses them.
   const claim: string[] = [];
+  // The bundle is read once: preflight runs twice (before the boot unit and
+  // the journal, and as runInPlace's first step) and the copy is held to
+  // the same verification.
+  let verified = o.verified;
   return {
     source: isolation.backendFor(o.from, deps),
     sourceRoot: { mode: o.from, slot: o.sourceSlot },
@@ -84,7 +90,9 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
         ...(upgrade ? { upgrade: true } : {}),
         ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
         ...(o.requireSignature ? { requireSignature: true } : {}),
+        ...(verified ? { verified } : {}),
       });
+      verified = r.verified;
       for (const w of r.warnings) log(`warning: ${w}`);
       claim.splice(
         0,
@@ -102,6 +110,7 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
           `${o.bundle}/${o.to}`,
           targetBundle,
           await bundlePolicy(paths, o.requireSignature, o.to),
+          verified,
         );
         return;
       }
@@ -110,6 +119,7 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
         `${o.bundle}/${o.to}`,
         installed,
         await bundlePolicy(paths, o.requireSignature, o.to),
+        verified,
       );
     },
     snapshotConfig: () => snapshot.take(),

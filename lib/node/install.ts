@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
-import type * as host from "../host/mod.ts";
+import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { bundlePolicy } from "./preflight.ts";
@@ -65,7 +64,7 @@ export class ErrInstalledOtherwise extends Error {
 /** The sha256 of a bundle mode directory's manifest, or undefined when it has none. */
 export async function bundleDigest(modeDir: string): Promise<string | undefined> {
   const data = await Deno.readFile(join(modeDir, bundle.manifestName)).catch(() => undefined);
-  return data && createHash("sha256").update(data).digest("hex");
+  return data && await host.sha256Hex(data);
 }
 
 /**
@@ -139,7 +138,7 @@ export async function install(o: InstallOptions): Promise<Installed> {
   await after("cleared");
   if (o.bundle !== undefined) {
     log(`bundle: installing ${src} as ${paths.bundle(o.mode)}`);
-    await bundle.installBundle(src, paths.bundle(o.mode), policy);
+    await bundle.installBundle(src, paths.bundle(o.mode), policy, verified);
   }
   await after("bundle-installed");
   log(`slot a: building the ${o.mode} stack`);

@@ -1,3 +1,4 @@
+import type * as bundle from "../bundle/mod.ts";
 import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
@@ -62,6 +63,7 @@ export async function migrateInPlace(o: MigrateOptions): Promise<Migrated> {
 export async function runRecorded(
   o: Omit<MigrateOptions, "lock">,
   current: isolation.NodeConfig,
+  verified?: bundle.Verified,
 ): Promise<Migrated> {
   const { paths, systemctl } = o;
   const startedAt = new Date();
@@ -78,6 +80,7 @@ export async function runRecorded(
     waitReadyMs: o.waitReadyMs,
     migrationId: startedAt.toISOString(),
     log: o.log,
+    verified,
   });
   // Refuse before the first change: the boot unit is installed only for a
   // migration that passed preflight.

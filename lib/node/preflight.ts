@@ -24,6 +24,12 @@ export interface PreflightInput {
   /** Accept a bundle older (BUNDLE.json's version) than the one the node runs. */
   readonly allowDowngrade?: boolean;
   readonly nspawn?: string;
+  /**
+   * What this run already verified of `bundleModeDir` under the same policy
+   * (an earlier preflight, an upgrade's check): not read again. The copy
+   * that gets installed is held to it (bundle.stageBundle).
+   */
+  readonly verified?: bundle.Verified;
 }
 
 /** How a bundle is checked on this node: its trust store, and whether a signature is required. */
@@ -56,6 +62,8 @@ export async function preflight(
   warnings: readonly string[];
   /** The target's state directories and what happens to each before it starts. */
   state: readonly StatePlan[];
+  /** The bundle's verification, for the copy that installs it. */
+  verified: bundle.Verified;
 }> {
   const { paths, from, to } = input;
   if (from === to && !input.upgrade) {
@@ -70,18 +78,22 @@ export async function preflight(
     }
   }
   let verified: bundle.Verified;
-  try {
-    // Stratum's own installed copy is its link resolved once; an operator's
-    // bundle is verified as given (a link is refused).
-    const dir = dirname(input.bundleModeDir) === paths.bundlesDir
-      ? await bundle.installedDir(input.bundleModeDir)
-      : input.bundleModeDir;
-    verified = await bundle.verifyBundle(
-      dir,
-      await bundlePolicy(paths, input.requireSignature, to),
-    );
-  } catch (err) {
-    throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
+  if (input.verified) {
+    verified = input.verified;
+  } else {
+    try {
+      // Stratum's own installed copy is its link resolved once; an operator's
+      // bundle is verified as given (a link is refused).
+      const dir = dirname(input.bundleModeDir) === paths.bundlesDir
+        ? await bundle.installedDir(input.bundleModeDir)
+        : input.bundleModeDir;
+      verified = await bundle.verifyBundle(
+        dir,
+        await bundlePolicy(paths, input.requireSignature, to),
+      );
+    } catch (err) {
+      throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
+    }
   }
   // An older version than the node runs is refused unless asked for.
   const running = await bundle.readIdentity(paths.slot(input.sourceSlot)).catch(() => undefined);
@@ -118,6 +130,7 @@ export async function preflight(
     ...(verified.keyId ? { keyId: verified.keyId } : {}),
     warnings: verified.warnings,
     state,
+    verified,
   };
 }
 

@@ -74,6 +74,7 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
           `${o.bundle}/${o.to}`,
           paths.bundle(o.to),
           await bundlePolicy(paths, o.requireSignature, o.to),
+          checked.verified,
         );
       }
     } catch (err) {

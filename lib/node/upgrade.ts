@@ -42,7 +42,7 @@ export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
     }
     // Verified before anything is compared or changed: a bundle that does
     // not verify is refused even when its manifest matches.
-    await bundle.verifyBundle(
+    const verified = await bundle.verifyBundle(
       modeDir,
       await bundlePolicy(paths, o.requireSignature === true, current.mode),
     );
@@ -56,7 +56,7 @@ export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
         current.slot === "a" ? "b" : "a"
       }, bundle ${digest}`,
     );
-    const r = await runRecorded({ ...o, to: current.mode }, current);
+    const r = await runRecorded({ ...o, to: current.mode }, current, verified);
     return { ...r, alreadyInstalled: false, digest };
   });
 }

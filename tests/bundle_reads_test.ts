@@ -1,0 +1,122 @@
+// One pass over the bundle: `migrate run`, `node install` and `node upgrade`
+// read the operator's bundle once to verify it and once to copy it, and the
+// copy once to verify it, however many checks the run makes (preflight runs
+// before the journal and again as the migration's first step; an upgrade
+// verifies before it compares digests). Counted as the kernel sees it:
+// every open of one bundle file, under strace, in the systemd sandbox.
+
+import { join } from "node:path";
+import { assertEquals } from "./support/assert.ts";
+import { makeBundle } from "./support/bundle.ts";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
+import { parseTrace } from "./support/syscall_trace.ts";
+
+const straceMissing = await new Deno.Command("strace", { args: ["-V"] }).output().then(
+  () => undefined,
+  () => "strace is not installed",
+);
+const why = nspawnUnavailable ?? straceMissing;
+
+/** The file counted: read by nothing but the bundle's hashing and copying. */
+const file = "stack/stack.py";
+
+/**
+ * Runs `stratum ARGS` in the node under strace and returns how many times
+ * each copy of `file` was read whole, by path: the bytes read from it (by
+ * read, pread or the kernel's copy_file_range and sendfile) over its size.
+ * An open to fsync a file reads nothing and does not count.
+ */
+async function passesOver(
+  n: Node,
+  bundle: string,
+  args: string[],
+): Promise<Map<string, number>> {
+  const trace = join(repoRoot, ".test-tmp", `strace-reads-${Deno.pid}.txt`);
+  const calls = "read,pread64,readv,preadv,copy_file_range,sendfile,splice";
+  const r = await n.sb.exec([
+    ...["strace", "-f", "-y", "-qq", "-e", "signal=none", "-e", `trace=${calls}`],
+    ...["-e", "read=none", "-s", "0", "-o", trace],
+    ...stratumArgv(args),
+  ], { cwd: repoRoot, env: { NO_COLOR: "1", ...stratumEnv() } });
+  const text = await Deno.readTextFile(trace);
+  await Deno.remove(trace);
+  assertEquals(r.code, 0, `stratum ${args.join(" ")}: ${r.stderr}`);
+  const bytes = new Map<string, number>();
+  for (const c of parseTrace(text)) {
+    // The file read from: the first fd, but sendfile's second (out, in).
+    const fds = [...c.args.matchAll(/\d+<([^>]*)>/g)].map((m) => m[1]!);
+    const from = c.name === "sendfile" ? fds[1] : fds[0];
+    if (!from?.endsWith(`/${file}`)) continue;
+    const got = Number(/=\s*(\d+)$/.exec(c.args)?.[1] ?? 0);
+    bytes.set(from, (bytes.get(from) ?? 0) + got);
+  }
+  const size = (await Deno.stat(join(bundle, "host", file))).size;
+  return new Map([...bytes].map(([p, b]) => [p, b / size]));
+}
+
+/** Passes over the operator's copy (under `bundle`) and the staged copy (`.MODE.next`). */
+function split(passes: Map<string, number>, bundle: string, mode: string) {
+  let source = 0;
+  let staged = 0;
+  for (const [p, k] of passes) {
+    if (p === join(bundle, mode, file)) source += k;
+    if (p === `/var/lib/stratum/bundles/.${mode}.next/${file}`) staged += k;
+  }
+  return { source, staged };
+}
+
+Deno.test({
+  name: "node install reads the bundle once to verify and once to copy, and verifies the copy once",
+  ignore: why !== undefined,
+  async fn() {
+    await using n = await Node.fresh("host");
+    const passes = await passesOver(n, n.bundle, [
+      ...["node", "install", "--mode", "host", "--bundle", n.bundle, "--node", "node-1"],
+    ]);
+    assertEquals(split(passes, n.bundle, "host"), { source: 2, staged: 1 }, [...passes].join(" "));
+  },
+});
+
+Deno.test({
+  name: "migrate run reads the bundle once to verify and once to copy, and verifies the copy once",
+  ignore: why !== undefined,
+  async fn() {
+    await using n = await Node.boot("host");
+    const passes = await passesOver(n, n.bundle, [
+      "migrate",
+      "run",
+      "--to",
+      "nspawn",
+      "--bundle",
+      n.bundle,
+    ]);
+    assertEquals(
+      split(passes, n.bundle, "nspawn"),
+      { source: 2, staged: 1 },
+      [...passes].join(" "),
+    );
+  },
+});
+
+Deno.test({
+  name:
+    "node upgrade reads the new bundle once to verify and once to copy; the staged copy is verified once and built from once",
+  ignore: why !== undefined,
+  async fn() {
+    await using n = await Node.boot("host");
+    const v2 = await makeBundle(
+      await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-v2-" }),
+      { release: "2" },
+    );
+    try {
+      const passes = await passesOver(n, v2, ["node", "upgrade", "--bundle", v2]);
+      // The upgrade's target slot is built from the staged copy (promoted
+      // only once the target is proven): its second read is that build.
+      assertEquals(split(passes, v2, "host"), { source: 2, staged: 2 }, [...passes].join(" "));
+    } finally {
+      await Deno.remove(v2, { recursive: true });
+    }
+  },
+});

@@ -1,34 +1,56 @@
 /**
- * `stratum`: parses argv once, builds the real dependencies, dispatches to a
- * command group in lib/cli, and exits with the code the command chose. The
- * only place that exits.
+ * `stratum`: builds the real dependencies, dispatches, and exits with the
+ * code the command chose. The only place that exits.
+ *
+ * `--version` and the status commands run on the fast path
+ * (lib/cli/fast.ts); everything else loads the full command line (lib/cli)
+ * when it runs. Hence the dynamic imports: a static one would load its
+ * modules, and what they import, before any command runs.
  *
  * @module
  */
-import * as cli from "./lib/cli/mod.ts";
-import * as host from "./lib/host/mod.ts";
-import * as kube from "./lib/kube/mod.ts";
-import * as node from "./lib/node/mod.ts";
+import type * as cli from "./lib/cli/mod.ts";
+import { fastCommand } from "./lib/cli/fast.ts";
 
 if (import.meta.main) {
   // SIGINT/SIGTERM stop a migration's forward path, which then rolls back,
   // and a rollout's kubectl calls, which then reports what it knows.
   const interrupt = new AbortController();
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    Deno.addSignalListener(sig, () => interrupt.abort(new cli.Interrupted(sig)));
+    Deno.addSignalListener(sig, async () => {
+      const { Interrupted } = await import("./lib/cli/exit.ts");
+      interrupt.abort(new Interrupted(sig));
+    });
   }
-  const deps: cli.Deps = {
-    systemctl: () => new host.Systemctl(),
-    interrupted: interrupt.signal,
-    selfCommand: node.selfCommand(import.meta.url),
-    failpoint: Deno.env.get("STRATUM_FAILPOINT"),
-    killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
+  const deps = async (): Promise<cli.Deps> => {
+    const [{ Systemctl }, { selfCommand }] = await Promise.all([
+      import("./lib/host/systemctl.ts"),
+      import("./lib/node/boot_unit.ts"),
+    ]);
+    return {
+      systemctl: () => new Systemctl(),
+      interrupted: interrupt.signal,
+      selfCommand: selfCommand(import.meta.url),
+      failpoint: Deno.env.get("STRATUM_FAILPOINT"),
+      killSelf: () => Deno.kill(Deno.pid, "SIGKILL"),
+    };
   };
-  const code = await cli.run(Deno.args, [
-    cli.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint, interrupted: interrupt.signal }),
-    cli.migrateGroup(deps),
-    cli.bundleGroup(),
-    cli.nodeGroup(deps),
-  ]);
+  const fast = fastCommand(Deno.args);
+  let code: number;
+  if (fast) {
+    code = await fast(deps);
+  } else {
+    const [full, kube, real] = await Promise.all([
+      import("./lib/cli/mod.ts"),
+      import("./lib/kube/mod.ts"),
+      deps(),
+    ]);
+    code = await full.run(Deno.args, [
+      full.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint, interrupted: interrupt.signal }),
+      full.migrateGroup(real),
+      full.bundleGroup(),
+      full.nodeGroup(real),
+    ]);
+  }
   Deno.exit(code);
 }

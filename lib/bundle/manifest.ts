@@ -1,5 +1,5 @@
-import { createHash } from "node:crypto";
 import { join } from "node:path";
+import { sha256Stream } from "../host/sha256.ts";
 import { BundleError } from "./errors.ts";
 
 /** The manifest in each mode directory of a bundle, in `sha256sum` format. */
@@ -86,7 +86,7 @@ const chunkBytes = 1 << 20;
 
 /** The sha256 of a file, read as a stream in fixed-size chunks. */
 export async function hashFile(path: string): Promise<string> {
-  const h = createHash("sha256");
+  const h = await sha256Stream();
   using f = await Deno.open(path, { read: true });
   const buf = new Uint8Array(chunkBytes);
   for (;;) {

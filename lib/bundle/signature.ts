@@ -1,6 +1,6 @@
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
+import { sha256Hex } from "../host/sha256.ts";
 import { BundleError } from "./errors.ts";
 
 /** A public key a node trusts to sign bundles. */
@@ -22,8 +22,8 @@ function pemBody(pem: string, label: string): Uint8Array<ArrayBuffer> | undefine
 }
 
 /** The key id of an SPKI encoding: what `openssl pkey -pubin -outform DER | sha256sum` starts with. */
-export function keyIdOf(spki: Uint8Array): string {
-  return createHash("sha256").update(spki).digest("hex").slice(0, 16);
+export async function keyIdOf(spki: Uint8Array<ArrayBuffer>): Promise<string> {
+  return (await sha256Hex(spki)).slice(0, 16);
 }
 
 /** The SPKI encoding of a raw 32-byte Ed25519 public key (RFC 8410). */
@@ -38,7 +38,7 @@ export async function readPublicKey(pem: string, source: string): Promise<Truste
   try {
     if (!der) throw new Error("no PUBLIC KEY block");
     const key = await crypto.subtle.importKey("spki", der, { name: "Ed25519" }, true, ["verify"]);
-    return { id: keyIdOf(der), source, key };
+    return { id: await keyIdOf(der), source, key };
   } catch (err) {
     throw new BundleError(
       "trust",
@@ -69,7 +69,7 @@ export async function readPrivateKey(pem: string, source: string): Promise<Signi
     const spki = spkiOfRaw(raw);
     const b64 = btoa(String.fromCharCode(...spki));
     return {
-      id: keyIdOf(spki),
+      id: await keyIdOf(spki),
       key,
       publicPem: `-----BEGIN PUBLIC KEY-----\n${b64}\n-----END PUBLIC KEY-----\n`,
     };

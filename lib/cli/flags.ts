@@ -1,24 +1,13 @@
 // The flags and checks the node and migrate commands share, and how they
 // take the migration lock.
 
-import { type Command, Option } from "commander";
-import * as host from "../host/mod.ts";
+import { Option } from "commander";
 import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import type * as node from "../node/mod.ts";
 import { UsageError } from "./exit.ts";
 import type { Output } from "./output.ts";
-import { jsonOption } from "./program.ts";
-
-export interface Common {
-  root: string;
-  json?: boolean;
-}
-
-export function common(c: Command): Command {
-  return c.option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
-    .addOption(jsonOption());
-}
+export { type Common, common, isDir, rootPaths } from "./root_flags.ts";
 
 export function toOption(): Option {
   return new Option("--to <mode>", `target isolation mode (${isolation.modes.join(", ")})`)
@@ -53,15 +42,6 @@ export function checkStrategy(s: string): migrate.Strategy {
     );
   }
   return s;
-}
-
-export async function isDir(p: string): Promise<boolean> {
-  return await Deno.stat(p).then((s) => s.isDirectory, () => false);
-}
-
-export async function rootPaths(root: string): Promise<host.HostPaths> {
-  if (!(await isDir(root))) throw new UsageError(`--root ${root} is not a directory`);
-  return host.hostPaths(root);
 }
 
 /** The lock options of a use case: its command line, the wait, and a line while it waits. */

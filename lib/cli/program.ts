@@ -1,24 +1,11 @@
-import config from "../../deno.json" with { type: "json" };
 import { Command, CommanderError, Option } from "commander";
-import { messageOf } from "../errors/mod.ts";
-import * as host from "../host/mod.ts";
-import * as isolation from "../isolation/mod.ts";
-import * as migrate from "../migrate/mod.ts";
-import * as node from "../node/mod.ts";
-import { ExitAttention, ExitBusy, ExitUsage, UsageError } from "./exit.ts";
+import { ExitUsage } from "./exit.ts";
+import { exitForError, failure } from "./failure.ts";
 import { Output } from "./output.ts";
+import { jsonFlag } from "./root_flags.ts";
+import { versionLine } from "./version.ts";
 
-/** The version, from deno.json: the one place it is set. */
-export const version: string = config.version;
-
-/**
- * What `stratum --version` prints: the version and the git commit it was
- * built from (the launcher sets STRATUM_COMMIT; a checkout says so).
- */
-export function versionLine(): string {
-  const commit = Deno.env.get("STRATUM_COMMIT");
-  return `stratum ${version} (${commit ? `commit ${commit}` : "source checkout"})`;
-}
+export { version, versionLine } from "./version.ts";
 
 /** A command group: adds its subcommands to the program. */
 export type Group = (program: Command, ctx: Context) => void;
@@ -33,7 +20,7 @@ export interface Context {
 
 /** The --json flag every command takes. */
 export function jsonOption(): Option {
-  return new Option("--json", "print one JSON document on stdout; logs go to stderr");
+  return new Option(jsonFlag.flags, jsonFlag.description);
 }
 
 /**
@@ -83,50 +70,11 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
       );
       return ExitUsage;
     }
-    if (err instanceof host.ErrBusy) {
-      // Another command holds the migration lock: nothing changed.
-      json.result(
-        {
-          outcome: "busy",
-          holder: err.holder ?? null,
-          message: err.message,
-          nextAction: "try again when it has finished, or pass --wait-lock",
-        },
-        () => [],
-      );
-      out.error(err.message);
-      return ExitBusy;
-    }
-    if (
-      err instanceof UsageError || err instanceof node.ErrBadRequest ||
-      err instanceof isolation.ErrBadNodeConfig
-    ) {
-      out.error(err.message);
-      failure(json, "bad-input", err.message, "fix the input; nothing was changed");
-      return ExitUsage;
-    }
-    if (migrate.is(err, migrate.ErrCorruptJournal)) {
-      out.error(messageOf(err));
-      failure(
-        json,
-        "journal-unreadable",
-        messageOf(err),
-        "needs attention: a migration may be under way; inspect the journal and the node (systemctl status 'stratum-*.target') before repairing or removing it by hand",
-      );
-      return ExitAttention;
-    }
-    out.error(`unexpected error: ${messageOf(err)}`);
-    failure(json, "error", messageOf(err), "needs attention: report this error");
-    return ExitAttention;
+    return exitForError(err, out, json);
   }
   return ctx.exitCode;
 }
 
 function allCommands(c: Command): Command[] {
   return c.commands.flatMap((sub) => [sub, ...allCommands(sub)]);
-}
-
-/** With --json, the document for a command that failed before producing one. */
-function failure(out: Output, outcome: string, message: string, nextAction: string): void {
-  if (out.json) out.result({ outcome, message, nextAction }, () => []);
 }

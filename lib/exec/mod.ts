@@ -26,7 +26,9 @@
  *
  * @module
  */
-import $ from "dax";
+
+/** dax, loaded at the first call: the commands that run no program never pay for it. */
+let dax: Promise<typeof import("dax")> | undefined;
 
 /** Options of one call. */
 export interface RunOptions {
@@ -112,6 +114,7 @@ export class ExitError extends Error {
 export async function run(argv: readonly string[], opts: RunOptions): Promise<Output> {
   const secs = (opts.timeoutMs / 1000).toFixed(3);
   const guard = setpriv() ? ["setpriv", "--pdeathsig", "TERM"] : [];
+  const { $ } = await (dax ??= import("dax"));
   let cmd =
     $`${guard} timeout --kill-after=${killGraceSeconds} ${secs} sh -c ${'"$@"; exit $?'} sh ${[
       ...argv,

@@ -1,4 +1,3 @@
-import $ from "dax";
 import * as exec from "../exec/mod.ts";
 import { join } from "node:path";
 
@@ -62,6 +61,7 @@ interface Sh {
 const xtablesWaitSeconds = "5";
 
 async function has(bin: string): Promise<boolean> {
+  const { $ } = await import("dax");
   return (await $.which(bin)) !== undefined;
 }
 

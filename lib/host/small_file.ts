@@ -1,4 +1,7 @@
-import { constants, promises as fsp } from "node:fs";
+import type { promises as fsp } from "node:fs";
+
+/** node:fs, loaded at the first read: most commands never need it. */
+let nodeFs: Promise<typeof import("node:fs")> | undefined;
 
 /**
  * A small file stratum reads as root that is not what it must be: a link,
@@ -40,7 +43,11 @@ export async function readSmallFile(
   }
   let fh: fsp.FileHandle;
   try {
-    fh = await fsp.open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const { constants, promises } = await (nodeFs ??= import("node:fs"));
+    fh = await promises.open(
+      path,
+      constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+    );
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === "ENOENT") return undefined;

@@ -2,7 +2,6 @@
 // slot X is named stratum-X.target or stratum-X-*.service, so a backend can
 // find and remove all of a slot's units without a list.
 
-import { cp } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import {
   ensureDir,
@@ -139,6 +138,7 @@ export async function layOut(bundleDir: string, slotDir: string): Promise<void> 
   await ensureDir(dirname(slotDir));
   // The installed bundle is a symlink to its current version: copy what it points at.
   const from = await Deno.realPath(bundleDir);
+  const { cp } = await import("node:fs/promises");
   await cp(from, slotDir, { recursive: true, preserveTimestamps: true });
   await normalizeModes(slotDir);
   await syncTree(slotDir);

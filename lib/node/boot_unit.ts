@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
 import {
   ensureDir,
@@ -6,6 +5,7 @@ import {
   quoteEnvAssignment,
   quoteExecArg,
   removeFileDurable,
+  sha256Hex,
   symlinkDurable,
   writeFileDurable,
 } from "../host/mod.ts";
@@ -109,12 +109,19 @@ export async function installBootUnit(paths: HostPaths, self: SelfCommand): Prom
  */
 async function installSelf(paths: HostPaths, from: string): Promise<boolean> {
   const dest = paths.at(installedSelf);
-  const digest = async (p: string) =>
-    createHash("sha256").update(await Deno.readFile(p)).digest("hex");
+  const digest = async (p: string) => await sha256Hex(await Deno.readFile(p));
   if (await digest(dest).catch(() => "") === await digest(from)) return false;
   await ensureDir(dirname(dest), 0o755);
   await writeFileDurable(dest, await Deno.readFile(from), { mode: 0o755 });
   return true;
+}
+
+function realPath(p: string | undefined): string | undefined {
+  try {
+    return p ? Deno.realPathSync(p) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -125,8 +132,9 @@ async function installSelf(paths: HostPaths, from: string): Promise<boolean> {
  */
 export function selfCommand(main: string): SelfCommand {
   // The one-file launcher names itself: its stable path, never its unpacked cache.
-  const launcher = Deno.env.get("STRATUM_SELF");
-  if (launcher?.startsWith("/")) return { argv: [launcher], file: launcher };
+  // It passes its $0 (a `readlink -f` would cost every run a process).
+  const launcher = realPath(Deno.env.get("STRATUM_SELF"));
+  if (launcher) return { argv: [launcher], file: launcher };
   const exec = Deno.execPath();
   if (!exec.endsWith("/deno")) return { argv: [exec], file: exec };
   const config = new URL("./deno.json", new URL(".", main)).pathname;

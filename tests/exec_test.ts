@@ -28,7 +28,7 @@ Deno.test("a hung program and its children are killed at the deadline", async ()
       exec.run(["bash", "-c", `(exec -a ${marker} sleep 30) & wait`], {
         timeoutMs: 300,
       }),
-    (e) => e instanceof exec.TimeoutError,
+    (e) => e instanceof exec.ErrTimeout,
   );
   assert((err as Error).message.includes("no answer after 300 ms"));
   const ours = await new Deno.Command("pgrep", { args: ["-f", marker] }).output();
@@ -43,28 +43,28 @@ Deno.test("an aborted call is killed and says so", async () => {
   setTimeout(() => ac.abort(), 100);
   await assertRejects(
     () => exec.run(["sleep", "30"], { timeoutMs: 30_000, signal: ac.signal }),
-    (e) => e instanceof exec.TimeoutError && /aborted/.test((e as Error).message),
+    (e) => e instanceof exec.ErrTimeout && /aborted/.test((e as Error).message),
   );
 });
 
-Deno.test("a missing program is NotFoundError, not a failure of the program", async () => {
+Deno.test("a missing program is ErrNotFound, not a failure of the program", async () => {
   await assertRejects(
     () => exec.run(["/nonexistent/stratum-test"], { timeoutMs: 5_000 }),
-    (e) => e instanceof exec.NotFoundError,
+    (e) => e instanceof exec.ErrNotFound,
   );
 });
 
-Deno.test("a file that is there but cannot be executed is NotFoundError with present set", async () => {
+Deno.test("a file that is there but cannot be executed is ErrNotFound with present set", async () => {
   const dir = await Deno.makeTempDir();
   try {
     await Deno.writeTextFile(`${dir}/kubectl`, "not a program");
     await assertRejects(
       () => exec.run([`${dir}/kubectl`], { timeoutMs: 5_000 }),
-      (e) => e instanceof exec.NotFoundError && e.present,
+      (e) => e instanceof exec.ErrNotFound && e.present,
     );
     await assertRejects(
       () => exec.run([`${dir}/missing`], { timeoutMs: 5_000 }),
-      (e) => e instanceof exec.NotFoundError && !e.present,
+      (e) => e instanceof exec.ErrNotFound && !e.present,
     );
   } finally {
     await Deno.remove(dir, { recursive: true });

@@ -326,7 +326,7 @@ Deno.test({
       caught = e;
     }
     const elapsed = performance.now() - started;
-    assert(caught instanceof kube.CallTimeoutError, String(caught));
+    assert(caught instanceof kube.ErrCallTimeout, String(caught));
     assert(caught.message.includes("get ds/cilium"), caught.message);
     // A correctness bound on the deadline, not a speed measurement: the kill
     // escalates to SIGKILL one second after SIGTERM, plus slack for a slow CI.

@@ -5,7 +5,7 @@ import { messageOf } from "../errors/mod.ts";
 import { writeFileDurable } from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as node from "../node/mod.ts";
-import { ExitOK, ExitUsage, UsageError } from "./exit.ts";
+import { ErrUsage, ExitOK, ExitUsage } from "./exit.ts";
 import { checkMode, rootPaths } from "./flags.ts";
 import { type Context, jsonOption } from "./program.ts";
 
@@ -44,7 +44,7 @@ export function bundleGroup() {
         const out = ctx.output(opts);
         const modes = await modeDirs(dir);
         if (opts.version !== undefined && bundle.versionProblem(opts.version)) {
-          throw new UsageError(`--version: ${bundle.versionProblem(opts.version)}`);
+          throw new ErrUsage(`--version: ${bundle.versionProblem(opts.version)}`);
         }
         const made: ({ mode: isolation.Mode; version: string; files: number; bytes: number })[] =
           [];
@@ -74,13 +74,13 @@ export function bundleGroup() {
         const out = ctx.output(opts);
         const modes = await modeDirs(dir);
         const pem = await Deno.readTextFile(opts.key).catch((err) => {
-          throw new UsageError(`--key ${opts.key}: ${messageOf(err)}`);
+          throw new ErrUsage(`--key ${opts.key}: ${messageOf(err)}`);
         });
         const key = await usage(bundle.readPrivateKey(pem, opts.key));
         const manifests = await Promise.all(modes.map(async (mode) => {
           const path = join(dir, mode, bundle.manifestName);
           const data = await Deno.readFile(path).catch(() => {
-            throw new UsageError(`${path} is missing: run stratum bundle make ${dir} first`);
+            throw new ErrUsage(`${path} is missing: run stratum bundle make ${dir} first`);
           });
           return { mode, data };
         }));
@@ -180,7 +180,7 @@ async function modeDirs(dir: string): Promise<isolation.Mode[]> {
     if (st?.isDirectory) found.push(m);
   }
   if (found.length === 0) {
-    throw new UsageError(
+    throw new ErrUsage(
       `${dir} is not a bundle: it has no mode directory (${isolation.modes.join(", ")})`,
     );
   }
@@ -192,7 +192,7 @@ async function usage<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    if (err instanceof bundle.BundleError) throw new UsageError(err.message);
+    if (err instanceof bundle.BundleError) throw new ErrUsage(err.message);
     throw err;
   }
 }

@@ -1,11 +1,11 @@
-import { UsageError } from "./exit.ts";
+import { ErrUsage } from "./exit.ts";
 
 const units: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /**
  * Parses a Go-style duration ("5m", "30s", "1m30s", "1.5s", "500ms") into
  * milliseconds, as kubectl's own flags take them. Zero and negative
- * durations, and anything else, are a UsageError naming the flag.
+ * durations, and anything else, are a ErrUsage naming the flag.
  */
 export function parseDuration(flag: string, text: string, allowZero = false): number {
   const s = text.trim();
@@ -21,7 +21,7 @@ export function parseDuration(flag: string, text: string, allowZero = false): nu
     at = re.lastIndex;
   }
   if (s === "" || at !== s.length || !(total > 0 || (allowZero && total === 0))) {
-    throw new UsageError(
+    throw new ErrUsage(
       `invalid ${flag} ${JSON.stringify(text)}: want a positive duration such as 30s, 5m or 1m30s`,
     );
   }

@@ -13,8 +13,8 @@ export const ExitBusy = 75;
  * Bad input found before anything changed: a flag value, an unknown mode, a
  * missing bundle. Exits 2 with its one-line message.
  */
-export class UsageError extends Error {
-  override name = "UsageError";
+export class ErrUsage extends Error {
+  override name = "ErrUsage";
 }
 
 /**

@@ -8,7 +8,7 @@ import { ErrBusy } from "../host/lock.ts";
 import { ErrBadNodeConfig } from "../isolation/node_config.ts";
 import { ErrCorruptJournal } from "../migrate/errors.ts";
 import { ErrBadRequest } from "../node/errors.ts";
-import { ExitAttention, ExitBusy, ExitUsage, UsageError } from "./exit.ts";
+import { ErrUsage, ExitAttention, ExitBusy, ExitUsage } from "./exit.ts";
 import type { Output } from "./output.ts";
 
 /**
@@ -32,7 +32,7 @@ export function exitForError(err: unknown, out: Output, json: Output): number {
     return ExitBusy;
   }
   if (
-    err instanceof UsageError || err instanceof ErrBadRequest || err instanceof ErrBadNodeConfig
+    err instanceof ErrUsage || err instanceof ErrBadRequest || err instanceof ErrBadNodeConfig
   ) {
     out.error(err.message);
     failure(json, "bad-input", err.message, "fix the input; nothing was changed");

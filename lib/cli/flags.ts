@@ -5,7 +5,7 @@ import { Option } from "commander";
 import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import type * as node from "../node/mod.ts";
-import { UsageError } from "./exit.ts";
+import { ErrUsage } from "./exit.ts";
 import type { Output } from "./output.ts";
 export { type Common, common, isDir, rootPaths } from "./root_flags.ts";
 
@@ -30,14 +30,14 @@ export function waitLockOption(): Option {
 
 export function checkMode(s: string): isolation.Mode {
   if (!isolation.isMode(s)) {
-    throw new UsageError(`unknown mode ${JSON.stringify(s)}: want ${isolation.modes.join(" or ")}`);
+    throw new ErrUsage(`unknown mode ${JSON.stringify(s)}: want ${isolation.modes.join(" or ")}`);
   }
   return s;
 }
 
 export function checkStrategy(s: string): migrate.Strategy {
   if (!migrate.isStrategy(s)) {
-    throw new UsageError(
+    throw new ErrUsage(
       `unknown strategy ${JSON.stringify(s)}: want ${migrate.strategies.join(" or ")}`,
     );
   }

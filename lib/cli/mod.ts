@@ -13,13 +13,13 @@
  */
 
 export {
+  ErrUsage,
   ExitAttention,
   ExitBusy,
   ExitFailed,
   ExitOK,
   ExitUsage,
   Interrupted,
-  UsageError,
 } from "./exit.ts";
 export { type Context, type Group, jsonOption, run, version } from "./program.ts";
 export { Output } from "./output.ts";

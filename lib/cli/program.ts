@@ -26,7 +26,7 @@ export function jsonOption(): Option {
 /**
  * Parses argv and runs the command. Resolves with the exit code; never
  * exits. Flag and argument errors are exit 2 with commander's one-line
- * message; a UsageError or a node.ErrBadRequest from an action is exit 2
+ * message; a ErrUsage or a node.ErrBadRequest from an action is exit 2
  * too, and host.ErrBusy (another command holds the migration lock) exit 75.
  */
 export async function run(argv: string[], groups: Group[]): Promise<number> {

@@ -4,7 +4,7 @@ import { findAll } from "../errors/mod.ts";
 import type * as kube from "../kube/mod.ts";
 import * as rollout from "../rollout/mod.ts";
 import { parseDuration } from "./duration.ts";
-import { ExitFailed, ExitOK, Interrupted, UsageError } from "./exit.ts";
+import { ErrUsage, ExitFailed, ExitOK, Interrupted } from "./exit.ts";
 import type { Output } from "./output.ts";
 import { type Context, jsonOption } from "./program.ts";
 
@@ -109,7 +109,7 @@ export function rolloutGroup(deps: RolloutDeps) {
       .addOption(jsonOption())
       .action((kind: string, name: string, opts: { namespace: string; json?: boolean }) => {
         const out = ctx.output(opts);
-        if (!/^[A-Za-z]+$/.test(kind)) throw new UsageError(`invalid kind ${JSON.stringify(kind)}`);
+        if (!/^[A-Za-z]+$/.test(kind)) throw new ErrUsage(`invalid kind ${JSON.stringify(kind)}`);
         const owned = rollout.owned(kind, name, opts.namespace);
         out.result(
           { kind, name, namespace: opts.namespace, owned },
@@ -133,7 +133,7 @@ function withConn(c: Command): Command {
 
 function config(opts: ConnFlags): kube.Config {
   if (opts.kubeconfig !== undefined && opts.kubeconfig.trim() === "") {
-    throw new UsageError("--kubeconfig is empty");
+    throw new ErrUsage("--kubeconfig is empty");
   }
   // kubectl inherits KUBECONFIG; hints must carry it to reach the same apiserver.
   const envKubeconfig = Deno.env.get("KUBECONFIG");

@@ -3,7 +3,7 @@
 
 import type { Command } from "commander";
 import { type HostPaths, hostPaths } from "../host/paths.ts";
-import { UsageError } from "./exit.ts";
+import { ErrUsage } from "./exit.ts";
 
 /** The flags every node and migrate command takes. */
 export interface Common {
@@ -37,6 +37,6 @@ export async function isDir(p: string): Promise<boolean> {
 
 /** The host paths under --root; a --root that is not a directory is bad input. */
 export async function rootPaths(root: string): Promise<HostPaths> {
-  if (!(await isDir(root))) throw new UsageError(`--root ${root} is not a directory`);
+  if (!(await isDir(root))) throw new ErrUsage(`--root ${root} is not a directory`);
   return hostPaths(root);
 }

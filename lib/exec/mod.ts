@@ -40,6 +40,8 @@ export interface RunOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Interleave stdout and stderr into `combined`, as a terminal shows them. */
   readonly combined?: boolean;
+  /** The program's standard input; unset: none (/dev/null). */
+  readonly input?: string;
 }
 
 /** What a call that ran to an end returned. */
@@ -57,8 +59,8 @@ export interface Output {
 export const killGraceSeconds = 1;
 
 /** A call that passed its deadline, or was aborted, and was killed with its children. */
-export class TimeoutError extends Error {
-  override name = "TimeoutError";
+export class ErrTimeout extends Error {
+  override name = "ErrTimeout";
   readonly argv: readonly string[];
   readonly timeoutMs: number;
   /** True when the caller's signal stopped it, false when its deadline passed. */
@@ -76,8 +78,8 @@ export class TimeoutError extends Error {
 }
 
 /** A program that is not installed or cannot be executed. */
-export class NotFoundError extends Error {
-  override name = "NotFoundError";
+export class ErrNotFound extends Error {
+  override name = "ErrNotFound";
   readonly program: string;
   /** False: no such program (exit 127); true: there, but it cannot be executed (126). */
   readonly present: boolean;
@@ -108,8 +110,8 @@ export class ExitError extends Error {
 
 /**
  * Runs `argv` and resolves with its output whatever its exit code. Rejects
- * with TimeoutError when it was killed at its deadline or by the signal, and
- * NotFoundError when the program cannot be run.
+ * with ErrTimeout when it was killed at its deadline or by the signal, and
+ * ErrNotFound when the program cannot be run.
  */
 export async function run(argv: readonly string[], opts: RunOptions): Promise<Output> {
   const secs = (opts.timeoutMs / 1000).toFixed(3);
@@ -121,21 +123,21 @@ export async function run(argv: readonly string[], opts: RunOptions): Promise<Ou
     ]}`
       .env({ ...opts.env })
       .noThrow()
-      .stdin("null")
       // dax's own deadline is only a backstop for a `timeout` that hangs.
       .timeout(opts.timeoutMs + (killGraceSeconds + 2) * 1000);
+  cmd = opts.input === undefined ? cmd.stdin("null") : cmd.stdinText(opts.input);
   cmd = opts.combined ? cmd.captureCombined() : cmd.stdout("piped").stderr("piped");
   if (opts.signal) cmd = cmd.signal(opts.signal);
   const started = performance.now();
   const r = await cmd;
   const elapsedMs = performance.now() - started;
-  if (opts.signal?.aborted) throw new TimeoutError(argv, elapsedMs, true);
+  if (opts.signal?.aborted) throw new ErrTimeout(argv, elapsedMs, true);
   if (
     (r.code === 124 || r.code === 137 || r.code === 143) && elapsedMs >= opts.timeoutMs * 0.95
   ) {
-    throw new TimeoutError(argv, opts.timeoutMs, false);
+    throw new ErrTimeout(argv, opts.timeoutMs, false);
   }
-  if (r.code === 127 || r.code === 126) throw new NotFoundError(argv[0] ?? "", r.code);
+  if (r.code === 127 || r.code === 126) throw new ErrNotFound(argv[0] ?? "", r.code);
   return {
     argv,
     code: r.code,

@@ -48,8 +48,8 @@ function detailOf(stderr: string): string | undefined {
 }
 
 /** A kubectl call that got no answer in time and was killed, with its children. */
-export class CallTimeoutError extends Error {
-  override name = "CallTimeoutError";
+export class ErrCallTimeout extends Error {
+  override name = "ErrCallTimeout";
   readonly command: string;
   readonly timeoutMs: number;
   constructor(command: string, timeoutMs: number) {
@@ -60,8 +60,8 @@ export class CallTimeoutError extends Error {
 }
 
 /** A kubectl call stopped by the caller's signal (SIGINT, SIGTERM), with its children. */
-export class CallInterruptedError extends Error {
-  override name = "CallInterruptedError";
+export class ErrCallInterrupted extends Error {
+  override name = "ErrCallInterrupted";
   readonly command: string;
   constructor(command: string) {
     super(`${command}: stopped (interrupted)`);
@@ -74,8 +74,8 @@ export class CallInterruptedError extends Error {
  * program (not installed, not on PATH), true when it is there but cannot be
  * executed (permissions, a directory, not a program).
  */
-export class KubectlMissingError extends Error {
-  override name = "KubectlMissingError";
+export class ErrKubectlMissing extends Error {
+  override name = "ErrKubectlMissing";
   readonly binary: string;
   readonly present: boolean;
   constructor(binary: string, present: boolean) {

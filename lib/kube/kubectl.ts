@@ -1,10 +1,10 @@
 import * as exec from "../exec/mod.ts";
 import {
-  CallInterruptedError,
-  CallTimeoutError,
+  ErrCallInterrupted,
+  ErrCallTimeout,
+  ErrKubectlMissing,
   formatMs,
   KubectlError,
-  KubectlMissingError,
 } from "./errors.ts";
 
 /** Which kubectl to run and which apiserver it talks to. */
@@ -29,15 +29,15 @@ export interface CallOptions {
   readonly timeout: number;
   /** Return stdout and stderr interleaved, as a terminal would show them. */
   readonly combined?: boolean;
-  /** Kills the call early (SIGINT, SIGTERM): it rejects with CallInterruptedError. */
+  /** Kills the call early (SIGINT, SIGTERM): it rejects with ErrCallInterrupted. */
   readonly signal?: AbortSignal | undefined;
 }
 
 /**
  * Runs one kubectl call under its own deadline and resolves with its output.
- * Rejects with KubectlError on a non-zero exit, CallTimeoutError when it had
- * to be killed at its deadline, CallInterruptedError when the signal stopped
- * it, and KubectlMissingError when kubectl cannot be run. Never waits on a
+ * Rejects with KubectlError on a non-zero exit, ErrCallTimeout when it had
+ * to be killed at its deadline, ErrCallInterrupted when the signal stopped
+ * it, and ErrKubectlMissing when kubectl cannot be run. Never waits on a
  * hung call.
  */
 export type Kubectl = (args: readonly string[], opts: CallOptions) => Promise<string>;
@@ -62,12 +62,12 @@ export function kubectl(cfg: Config = {}): Kubectl {
         combined: opts.combined === true,
       });
     } catch (err) {
-      if (err instanceof exec.TimeoutError) {
+      if (err instanceof exec.ErrTimeout) {
         throw err.aborted
-          ? new CallInterruptedError(command)
-          : new CallTimeoutError(command, opts.timeout);
+          ? new ErrCallInterrupted(command)
+          : new ErrCallTimeout(command, opts.timeout);
       }
-      if (err instanceof exec.NotFoundError) throw new KubectlMissingError(binary, err.present);
+      if (err instanceof exec.ErrNotFound) throw new ErrKubectlMissing(binary, err.present);
       throw err;
     }
     if (r.code !== 0) {

@@ -20,12 +20,12 @@
  */
 
 export {
-  CallInterruptedError,
-  CallTimeoutError,
   classify,
+  ErrCallInterrupted,
+  ErrCallTimeout,
+  ErrKubectlMissing,
   formatMs,
   KubectlError,
-  KubectlMissingError,
   type Reason,
 } from "./errors.ts";
 export {

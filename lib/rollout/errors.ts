@@ -73,9 +73,9 @@ export type Why =
 /** The reason of any error a kube.Kubectl call rejects with. */
 export function whyOf(err: unknown): Why {
   if (err instanceof kube.KubectlError) return err.reason;
-  if (err instanceof kube.CallTimeoutError) return "timeout";
-  if (err instanceof kube.CallInterruptedError) return "interrupted";
-  if (err instanceof kube.KubectlMissingError) {
+  if (err instanceof kube.ErrCallTimeout) return "timeout";
+  if (err instanceof kube.ErrCallInterrupted) return "interrupted";
+  if (err instanceof kube.ErrKubectlMissing) {
     return err.present ? "kubectl-cannot-start" : "kubectl-missing";
   }
   return "other";

@@ -4,7 +4,7 @@ import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import { parseDuration } from "../duration.ts";
-import { ExitOK, ExitUsage, UsageError } from "../exit.ts";
+import { ErrUsage, ExitOK, ExitUsage } from "../exit.ts";
 import {
   checkMode,
   checkStrategy,
@@ -67,12 +67,12 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
       const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
       const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
       if (opts.wipeState && strategy !== migrate.StrategyReprovision) {
-        throw new UsageError(
+        throw new ErrUsage(
           "--wipe-state goes with --strategy reprovision: an in-place migration never removes the node's data",
         );
       }
       if (opts.bundle !== undefined && !(await isDir(opts.bundle))) {
-        throw new UsageError(`--bundle ${opts.bundle} is not a directory`);
+        throw new ErrUsage(`--bundle ${opts.bundle} is not a directory`);
       }
       const paths = await rootPaths(opts.root);
       const common = {

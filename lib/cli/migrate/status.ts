@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { messageOf } from "../../errors/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
-import { ExitOK, UsageError } from "../exit.ts";
+import { ErrUsage, ExitOK } from "../exit.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import { type Common, common, rootPaths } from "../root_flags.ts";
@@ -23,7 +23,7 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
   const store = new migrate.JournalStore(paths.journal);
   const j = await node.loadJournal(store);
   const applied = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {
-    throw new UsageError(messageOf(e));
+    throw new ErrUsage(messageOf(e));
   });
   const o = j ? outcomeOf(j) : undefined;
   const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";

@@ -6,7 +6,7 @@ import * as host from "../../host/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
-import { ExitFailed, ExitOK, ExitUsage, Interrupted, UsageError } from "../exit.ts";
+import { ErrUsage, ExitFailed, ExitOK, ExitUsage, Interrupted } from "../exit.ts";
 import { checkMode, lockOptions, rootPaths } from "../flags.ts";
 import { type Context, jsonOption } from "../program.ts";
 import type { Deps } from "../deps.ts";
@@ -57,11 +57,11 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
       const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
       const modeDir = await Deno.stat(join(opts.bundle, mode)).catch(() => undefined);
       if (!modeDir?.isDirectory) {
-        throw new UsageError(`--bundle ${opts.bundle} has no ${mode} directory`);
+        throw new ErrUsage(`--bundle ${opts.bundle} has no ${mode} directory`);
       }
       const name = opts.node ?? Deno.hostname();
       if (!/^[A-Za-z0-9][A-Za-z0-9.-]{0,62}$/.test(name)) {
-        throw new UsageError(`--node ${JSON.stringify(name)} is not a host name`);
+        throw new ErrUsage(`--node ${JSON.stringify(name)} is not a host name`);
       }
       const paths = await rootPaths(opts.root);
       const refuse = (message: string) => {

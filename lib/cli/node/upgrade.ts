@@ -3,7 +3,7 @@ import * as bundle from "../../bundle/mod.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import { parseDuration } from "../duration.ts";
-import { ExitOK, ExitUsage, UsageError } from "../exit.ts";
+import { ErrUsage, ExitOK, ExitUsage } from "../exit.ts";
 import { isDir, lockOptions, rootPaths } from "../flags.ts";
 import { type Context, jsonOption } from "../program.ts";
 import { outcomeOf, report } from "../report.ts";
@@ -54,7 +54,7 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
         const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
         const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
         if (!(await isDir(opts.bundle))) {
-          throw new UsageError(`--bundle ${opts.bundle} is not a directory`);
+          throw new ErrUsage(`--bundle ${opts.bundle} is not a directory`);
         }
         const paths = await rootPaths(opts.root);
         let r: node.Upgraded;

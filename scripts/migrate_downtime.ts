@@ -47,6 +47,10 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
       (m("downtimeProbedMs") / m("targetStartToHealthyMs")).toFixed(2)
     }`,
   );
+  console.log("  while neither serves, time in each call (median):");
+  for (const k of Object.keys(rows[0]!).filter((k) => k.startsWith("down."))) {
+    console.log(`    ${k.slice(5).padEnd(34)} ${m(k).toFixed(1)} ms`);
+  }
   console.log(`  whole run:                             ${m("totalMs").toFixed(0)} ms`);
   console.log(`  orchestration overhead (run - hooks):  ${m("overheadMs").toFixed(2)} ms`);
 }

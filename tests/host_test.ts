@@ -136,6 +136,28 @@ Deno.test({
       "other rules are kept",
     );
     assert(!o.after.nat.some((l: string) => l.includes("STRATUM-POSTROUTING")));
+    assert(!o.after.mangle.some((l: string) => l.includes("CILIUM_")), o.after.mangle.join("\n"));
+    assert(o.before.filter6.includes("-N CILIUM_FORWARD"), "fixture ip6tables chain missing");
+    assertEquals(o.after.filter6.filter((l: string) => l.includes("CILIUM_")), []);
+    assert(o.after.filter6.includes("-N KEEP6"), "other ip6tables chains are kept");
+    // What the first run reports is what was there of ours, every family.
+    assertEquals(o.first.chains.sort(), [
+      "ip6tables filter CILIUM_FORWARD",
+      "iptables filter CILIUM_INPUT",
+      "iptables mangle CILIUM_PRE_mangle",
+      "iptables nat STRATUM-POSTROUTING",
+      "nft inet keepme STRATUM_LB",
+    ]);
+    assert(!o.after.keepme.includes("STRATUM_LB"), o.after.keepme);
+    assert(o.after.keepme.includes("keep_chain"), "other nft chains are kept");
+    assertEquals(o.first.links.sort(), [
+      "cilium_host",
+      "cilium_net",
+      "lxc1234",
+      "stratum0",
+      "stratum1",
+    ]);
+    assertEquals(o.first.tables, ["inet stratum_lb"]);
     assertEquals(o.after.tables.filter((t: string) => t.includes("stratum")), []);
     assert(o.after.tables.includes("table inet keepme"));
     assertEquals([o.after.bpf, o.after.otherBpf], [false, true]);

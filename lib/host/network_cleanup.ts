@@ -35,12 +35,25 @@ export async function cleanupNetwork(
   const report: CleanupReport = { links: [], chains: [], tables: [], bpf: false };
   const o = { timeoutMs: opts.callTimeoutMs ?? 15_000, signal: opts.signal };
   const sh: Sh = {
-    run: (argv) => exec.run(argv, o),
+    run: (argv, input) => exec.run(argv, { ...o, ...(input === undefined ? {} : { input }) }),
     ok: (argv) => exec.output(argv, o),
   };
-  await cleanupLinks(sh, report);
-  for (const bin of ["iptables", "ip6tables"]) await cleanupIptables(sh, bin, report);
-  await cleanupNft(sh, report);
+  // It runs while neither stack serves: a few processes, not one per
+  // object, and the listings at once. Then links and each iptables family
+  // are removed side by side; nft last, without the chains iptables-nft
+  // just removed (nft lists those too).
+  const [links, v4, v6, nft] = await Promise.all([
+    listLinks(sh),
+    iptablesSave(sh, "iptables"),
+    iptablesSave(sh, "ip6tables"),
+    nftRuleset(sh),
+  ]);
+  await Promise.all([
+    removeLinks(sh, links, report),
+    removeIptables(sh, "iptables", v4, report),
+    removeIptables(sh, "ip6tables", v6, report),
+  ]);
+  await removeNft(sh, nft, report);
   const bpf = join(opts.root, "/sys/fs/bpf/stratum");
   try {
     await Deno.remove(bpf, { recursive: true });
@@ -53,7 +66,7 @@ export async function cleanupNetwork(
 
 /** The runner every cleanup command goes through, with the cleanup's deadline and signal. */
 interface Sh {
-  run(argv: string[]): Promise<exec.Output>;
+  run(argv: string[], input?: string): Promise<exec.Output>;
   ok(argv: string[]): Promise<string>;
 }
 
@@ -65,81 +78,145 @@ async function has(bin: string): Promise<boolean> {
   return (await $.which(bin)) !== undefined;
 }
 
-async function cleanupLinks(sh: Sh, report: CleanupReport): Promise<void> {
-  if (!(await has("ip"))) return;
-  const links: { ifname: string }[] = JSON.parse(
-    (await sh.ok(["ip", "-j", "link", "show"])) || "[]",
-  );
-  for (const { ifname } of links) {
-    if (!linkPattern.test(ifname)) continue;
-    // Deleting one end of a veth pair deletes its peer: a later NotFound is fine.
-    const r = await sh.run(["ip", "link", "delete", ifname]);
-    if (r.code === 0) report.links.push(ifname);
-    else if (r.code !== 1 || !/Cannot find device/.test(r.stderr)) throw new exec.ExitError(r);
-  }
+/** Our links, or undefined without `ip`. */
+async function listLinks(sh: Sh): Promise<string[] | undefined> {
+  if (!(await has("ip"))) return undefined;
+  return (JSON.parse((await sh.ok(["ip", "-j", "link", "show"])) || "[]") as { ifname: string }[])
+    .map((l) => l.ifname)
+    .filter((n) => linkPattern.test(n));
 }
 
-async function cleanupIptables(sh: Sh, bin: string, report: CleanupReport): Promise<void> {
-  if (!(await has(bin))) return;
-  const ipt = (table: string, ...args: string[]) => [
-    bin,
-    "-w",
-    xtablesWaitSeconds,
-    "-t",
-    table,
-    ...args,
-  ];
-  for (const table of ["filter", "nat", "mangle", "raw"]) {
-    const r = await sh.run(ipt(table, "-S"));
-    if (r.code > 128) throw new exec.ExitError(r);
-    // 4: the xtables lock stayed busy; anything else: table not in this kernel.
-    if (r.code === 4) throw new exec.ExitError(r);
-    if (r.code !== 0) continue;
-    const lines = r.stdout.split("\n");
+async function removeLinks(
+  sh: Sh,
+  found: string[] | undefined,
+  report: CleanupReport,
+): Promise<void> {
+  if (!found?.length) return;
+  // One process for every link. Deleting one end of a veth pair deletes its
+  // peer, so a later line may find nothing: -force goes on past it, and
+  // what is left after is what failed.
+  const r = await sh.run(
+    ["ip", "-force", "-batch", "-"],
+    found.map((n) => `link delete dev ${n}\n`).join(""),
+  );
+  if (r.code > 128) throw new exec.ExitError(r);
+  const left = (await listLinks(sh)) ?? [];
+  if (left.length > 0) throw new exec.ExitError({ ...r, code: r.code || 1 });
+  report.links.push(...found);
+}
+
+/** An `iptables-save` dump, or undefined without the tools or the family. */
+async function iptablesSave(sh: Sh, bin: string): Promise<string | undefined> {
+  if (!(await has(`${bin}-save`)) || !(await has(`${bin}-restore`))) return undefined;
+  const r = await sh.run([`${bin}-save`]);
+  if (r.code > 128) throw new exec.ExitError(r);
+  // No such family in this kernel: nothing of ours in it either.
+  return r.code === 0 ? r.stdout : undefined;
+}
+
+/**
+ * One `iptables-restore --noflush` that removes what of ours the dump
+ * holds, table by table: the rules in other chains that jump to our chains
+ * (or -X refuses), then our chains' rules, then the chains. Each table's
+ * changes apply at once.
+ */
+async function removeIptables(
+  sh: Sh,
+  bin: string,
+  dump: string | undefined,
+  report: CleanupReport,
+): Promise<void> {
+  if (dump === undefined) return;
+  const batch = iptablesBatch(dump);
+  if (batch.chains.length === 0) return;
+  const done = await sh.run(
+    [`${bin}-restore`, "-w", xtablesWaitSeconds, "--noflush"],
+    batch.script,
+  );
+  // 4: the xtables lock stayed busy; anything else: the batch did not apply.
+  if (done.code !== 0) throw new exec.ExitError(done);
+  report.chains.push(...batch.chains.map((c) => `${bin} ${c}`));
+}
+
+/**
+ * The iptables-restore script that removes our chains from an
+ * `iptables-save` dump, and the chains it removes ("TABLE CHAIN").
+ */
+function iptablesBatch(dump: string): { script: string; chains: string[] } {
+  const chains: string[] = [];
+  let script = "";
+  for (const section of dump.split(/^\*/m).slice(1)) {
+    const lines = section.split("\n");
+    const table = lines[0]!.trim();
     const ours = lines
-      .map((l) => /^-N (\S+)$/.exec(l)?.[1])
+      .map((l) => /^:(\S+) /.exec(l)?.[1])
       .filter((c): c is string => c !== undefined && chainPattern.test(c));
     if (ours.length === 0) continue;
-    // Rules in other chains that jump to ours go first, or -X refuses.
-    for (const l of lines) {
+    const jumps = lines.flatMap((l) => {
       const m = /^-A (\S+) (.*-[jg] (\S+).*)$/.exec(l);
-      if (m && !chainPattern.test(m[1]!) && ours.includes(m[3]!)) {
-        await sh.ok(ipt(table, "-D", m[1]!, ...splitRule(m[2]!)));
-      }
-    }
-    for (const c of ours) await sh.ok(ipt(table, "-F", c));
-    for (const c of ours) {
-      await sh.ok(ipt(table, "-X", c));
-      report.chains.push(`${bin} ${table} ${c}`);
-    }
+      return m && !chainPattern.test(m[1]!) && ours.includes(m[3]!) ? [`-D ${m[1]} ${m[2]}`] : [];
+    });
+    script += [
+      `*${table}`,
+      ...jumps,
+      ...ours.map((c) => `-F ${c}`),
+      ...ours.map((c) => `-X ${c}`),
+      "COMMIT",
+      "",
+    ].join("\n");
+    chains.push(...ours.map((c) => `${table} ${c}`));
   }
+  return { script, chains };
 }
 
-async function cleanupNft(sh: Sh, report: CleanupReport): Promise<void> {
-  if (!(await has("nft"))) return;
+type NftItem = Record<string, { family: string; name: string; table?: string }>;
+
+/** `nft -j list ruleset`'s items, or undefined without nft. */
+async function nftRuleset(sh: Sh): Promise<NftItem[] | undefined> {
+  if (!(await has("nft"))) return undefined;
   const r = await sh.run(["nft", "-j", "list", "ruleset"]);
   if (r.code > 128) throw new exec.ExitError(r);
-  if (r.code !== 0) return;
-  const items: Record<string, { family: string; name: string; table?: string }>[] =
-    JSON.parse(r.stdout || "{}").nftables ?? [];
-  const tables = items.flatMap((i) => (i.table ? [i.table] : []));
-  for (const t of tables) {
-    if (!tablePattern.test(t.name)) continue;
-    await sh.ok(["nft", "delete", "table", t.family, t.name]);
-    report.tables.push(`${t.family} ${t.name}`);
-  }
-  // Chains iptables-nft made are gone already; these are chains added to other nft tables.
-  for (const c of items.flatMap((i) => (i.chain ? [i.chain] : []))) {
-    if (!chainPattern.test(c.name) || tablePattern.test(c.table ?? "")) continue;
-    const gone = await sh.run(["nft", "flush", "chain", c.family, c.table!, c.name]);
-    if (gone.code > 128) throw new exec.ExitError(gone);
-    if (gone.code !== 0) continue;
-    await sh.ok(["nft", "delete", "chain", c.family, c.table!, c.name]);
-    report.chains.push(`nft ${c.family} ${c.table} ${c.name}`);
-  }
+  if (r.code !== 0) return undefined;
+  return JSON.parse(r.stdout || "{}").nftables ?? [];
 }
 
-/** Splits an `iptables -S` rule into arguments, keeping quoted strings whole. */
-function splitRule(rule: string): string[] {
-  return [...rule.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)].map((m) => m[1] ?? m[2]!);
+/**
+ * Our nft tables and our chains in other tables, in one `nft -f` (atomic).
+ * Listed before iptables ran, so the chains it removed are left out; if the
+ * ruleset changed anyway and the batch fails, it is listed and tried once
+ * more.
+ */
+async function removeNft(
+  sh: Sh,
+  items: NftItem[] | undefined,
+  report: CleanupReport,
+): Promise<void> {
+  const family = { iptables: "ip", ip6tables: "ip6" } as Record<string, string>;
+  const gone = new Set(report.chains.map((c) => {
+    const [bin, table, chain] = c.split(" ");
+    return `${family[bin!]} ${table} ${chain}`;
+  }));
+  for (let attempt = 0; items !== undefined; attempt++) {
+    const tables = items.flatMap((i) => (i.table ? [i.table] : []))
+      .filter((t) => tablePattern.test(t.name));
+    const chains = items.flatMap((i) => (i.chain ? [i.chain] : [])).filter((c) =>
+      chainPattern.test(c.name) && !tablePattern.test(c.table ?? "") &&
+      !gone.has(`${c.family} ${c.table} ${c.name}`)
+    );
+    if (tables.length === 0 && chains.length === 0) return;
+    const script = [
+      ...tables.map((t) => `delete table ${t.family} ${t.name}`),
+      ...chains.map((c) => `flush chain ${c.family} ${c.table} ${c.name}`),
+      ...chains.map((c) => `delete chain ${c.family} ${c.table} ${c.name}`),
+      "",
+    ].join("\n");
+    const r = await sh.run(["nft", "-f", "-"], script);
+    if (r.code === 0) {
+      report.tables.push(...tables.map((t) => `${t.family} ${t.name}`));
+      report.chains.push(...chains.map((c) => `nft ${c.family} ${c.table} ${c.name}`));
+      return;
+    }
+    if (r.code > 128 || attempt > 0) throw new exec.ExitError(r);
+    items = await nftRuleset(sh);
+  }
 }

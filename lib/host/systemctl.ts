@@ -46,10 +46,21 @@ export class Systemctl {
     }
   }
 
-  async stop(unit: string, opts: UnitCallOptions = {}): Promise<void> {
-    const r = await this.#run(["stop", unit], opts);
-    if (r.code !== 0 && !/not loaded/.test(r.stderr)) {
-      throw new UnitError("stop", unit, lastLine(r.stderr));
+  /**
+   * Stops one unit, or several in one call (one systemd transaction, one
+   * process: a migration's stop is part of its downtime). A unit that is
+   * not loaded is already stopped; any other failure is a UnitError.
+   */
+  async stop(units: string | readonly string[], opts: UnitCallOptions = {}): Promise<void> {
+    const list = typeof units === "string" ? [units] : units;
+    if (list.length === 0) return;
+    const r = await this.#run(["stop", ...list], opts);
+    if (r.code === 0) return;
+    // One "Failed to stop U: ..." line per unit that failed; warnings aside.
+    const failed = r.stderr.split("\n").filter((l) => /^(Failed to|Job for)/.test(l));
+    const real = failed.filter((l) => !/not loaded/.test(l));
+    if (real.length > 0 || failed.length === 0) {
+      throw new UnitError("stop", list.join(" "), real.at(-1) ?? lastLine(r.stderr));
     }
   }
 
@@ -112,7 +123,7 @@ export class Systemctl {
         signal: opts.signal,
       });
     } catch (err) {
-      if (err instanceof exec.TimeoutError) {
+      if (err instanceof exec.ErrTimeout) {
         throw new UnitError(
           args[0]!,
           args[1] ?? "",

@@ -20,8 +20,16 @@ await $`iptables -w -A INPUT -p tcp --dport 22 -j ACCEPT`;
 await $`iptables -w -t nat -N STRATUM-POSTROUTING`;
 await $`iptables -w -t nat -A POSTROUTING -j STRATUM-POSTROUTING`;
 await $`iptables -w -N KEEP-CHAIN`;
+await $`iptables -w -t mangle -N CILIUM_PRE_mangle`;
+await $`iptables -w -t mangle -A PREROUTING -m comment --comment ${"cilium-feeder: CILIUM_PRE_mangle"} -j CILIUM_PRE_mangle`;
+await $`ip6tables -w -N CILIUM_FORWARD`;
+await $`ip6tables -w -A CILIUM_FORWARD -j ACCEPT`;
+await $`ip6tables -w -A FORWARD -j CILIUM_FORWARD`;
+await $`ip6tables -w -N KEEP6`;
 await $`nft add table inet stratum_lb`;
 await $`nft add table inet keepme`;
+await $`nft add chain inet keepme STRATUM_LB`;
+await $`nft add chain inet keepme keep_chain`;
 await Deno.mkdir(`${root}/sys/fs/bpf/stratum/maps`, { recursive: true });
 await Deno.writeTextFile(`${root}/sys/fs/bpf/stratum/maps/lb4`, "pinned");
 await Deno.mkdir(`${root}/sys/fs/bpf/other`, { recursive: true });
@@ -34,7 +42,10 @@ async function state() {
       .sort(),
     filter: (await $`iptables -w -S`.text()).trim().split("\n"),
     nat: (await $`iptables -w -t nat -S`.text()).trim().split("\n"),
+    mangle: (await $`iptables -w -t mangle -S`.text()).trim().split("\n"),
+    filter6: (await $`ip6tables -w -S`.text()).trim().split("\n"),
     tables: (await $`nft list tables`.text()).trim().split("\n").sort(),
+    keepme: await $`nft list table inet keepme`.text(),
     bpf: await Deno.stat(`${root}/sys/fs/bpf/stratum`).then(() => true, () => false),
     otherBpf: await Deno.stat(`${root}/sys/fs/bpf/other`).then(() => true, () => false),
   };

@@ -34,6 +34,8 @@ await bringUp({ paths, systemctl, mode: from, slot: "a", node: "node-1", bundle,
 let inside = 0;
 let stopStarted = 0;
 let readyAt = 0;
+/** Time in each call made while neither stack serves (stop → wait-ready), by name. */
+const down: Record<string, number> = {};
 function timed<A extends unknown[], R>(name: string, fn: (...a: A) => Promise<R>) {
   return async (...a: A): Promise<R> => {
     const t0 = performance.now();
@@ -44,6 +46,7 @@ function timed<A extends unknown[], R>(name: string, fn: (...a: A) => Promise<R>
       const t1 = performance.now();
       inside += t1 - t0;
       if (name === "waitReady") readyAt = t1;
+      if (stopStarted > 0 && readyAt === 0) down[name] = (down[name] ?? 0) + t1 - t0;
     }
   };
 }
@@ -124,4 +127,5 @@ console.log(JSON.stringify({
   downtimeHooksMs: readyAt - stopStarted,
   downtimeProbedMs: firstOkAfterGap - lastOkBeforeGap,
   targetStartToHealthyMs: own[1],
+  ...Object.fromEntries(Object.entries(down).map(([k, v]) => [`down.${k}`, v])),
 }));

@@ -46,7 +46,11 @@ if (import.meta.main) {
       deps(),
     ]);
     code = await full.run(Deno.args, [
-      full.rolloutGroup({ kubectl: kube.kubectl, hint: kube.hint, interrupted: interrupt.signal }),
+      full.rolloutGroup({
+        kubectl: kube.kubectl,
+        commandLine: kube.commandLine,
+        interrupted: interrupt.signal,
+      }),
       full.migrateGroup(real),
       full.bundleGroup(),
       full.nodeGroup(real),

@@ -353,3 +353,20 @@ async function treeOf(dir: string): Promise<Record<string, string>> {
   });
   return out;
 }
+
+Deno.test("hashFile is sha256sum's digest, whole or streamed, at every size around the chunk", async () => {
+  // Files that fit in one chunk are hashed whole (WebCrypto), larger ones
+  // streamed: both must be the digest `sha256sum -c` checks.
+  const dir = await Deno.makeTempDir();
+  try {
+    for (const n of [0, 1, (1 << 20) - 1, 1 << 20, (1 << 20) + 1, 3 * (1 << 20) + 7]) {
+      const p = join(dir, `f${n}`);
+      await Deno.writeFile(p, Uint8Array.from({ length: n }, (_, i) => (i * 31 + 7) & 255));
+      const o = await new Deno.Command("sha256sum", { args: [p], stdout: "piped" }).output();
+      const want = new TextDecoder().decode(o.stdout).split(" ")[0];
+      assertEquals(await bundle.hashFile(p), want, `${n} bytes`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -67,15 +67,15 @@ Deno.test("owned() maps Deployment to deploy/ and DaemonSet to ds/, and nothing 
   assert(!rollout.owned("Deployment", "metrics-server", "kube-system"));
 });
 
-Deno.test("restartCommands() gives one line per namespace, in first-appearance order, with the hint's flags", () => {
+Deno.test("restartCommands() gives one line per namespace, in first-appearance order, with the command line's flags", () => {
   assertEquals(rollout.restartCommands(), [
     "kubectl -n kube-system rollout restart ds/cilium deploy/cilium-operator deploy/coredns",
     "kubectl -n local-path-storage rollout restart deploy/local-path-provisioner",
     "kubectl -n stratum-dashboard rollout restart deploy/stratum-dashboard",
   ]);
-  const hint = kube.hint({ kubeconfig: "/etc/stratum/admin conf", context: "prod" });
+  const commandLine = kube.commandLine({ kubeconfig: "/etc/stratum/admin conf", context: "prod" });
   assertEquals(
-    rollout.restartCommands(hint)[0],
+    rollout.restartCommands(commandLine)[0],
     "kubectl --kubeconfig '/etc/stratum/admin conf' --context prod -n kube-system rollout restart ds/cilium deploy/cilium-operator deploy/coredns",
   );
 });
@@ -429,7 +429,7 @@ current-context: x
       };
       const results = await new rollout.Roller({
         kubectl: kube.kubectl(cfg),
-        hint: kube.hint(cfg),
+        commandLine: kube.commandLine(cfg),
         callTimeout: 10_000,
         wait: 5000,
       })
@@ -526,7 +526,7 @@ for (const which of ["probe", "restart"] as const) {
       const callTimeout = 1500;
       const results = await new rollout.Roller({
         kubectl: timed(kube.kubectl(c.cfg), log),
-        hint: kube.hint(c.cfg),
+        commandLine: kube.commandLine(c.cfg),
         callTimeout,
         wait: 20_000,
       }).restart();

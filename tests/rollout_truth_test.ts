@@ -52,7 +52,7 @@ async function tlsCluster(user: string) {
     roller: () =>
       new rollout.Roller({
         kubectl: kube.kubectl(cfg),
-        hint: kube.hint(cfg),
+        commandLine: kube.commandLine(cfg),
         callTimeout: 10_000,
         wait: 10_000,
       }),
@@ -114,7 +114,7 @@ Deno.test({
     const cfg = { ...c.cfg, kubeconfig: `${c.dir}/no-such-kubeconfig` };
     const results = await new rollout.Roller({
       kubectl: kube.kubectl(cfg),
-      hint: kube.hint(cfg),
+      commandLine: kube.commandLine(cfg),
       callTimeout: 10_000,
       wait: 10_000,
     }).restart();
@@ -164,7 +164,7 @@ Deno.test({
       const cfg = { ...c.cfg, binary };
       const results = await new rollout.Roller({
         kubectl: kube.kubectl(cfg),
-        hint: kube.hint(cfg),
+        commandLine: kube.commandLine(cfg),
         callTimeout,
         wait: 5_000,
       }).restart();

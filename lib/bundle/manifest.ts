@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { sha256Stream } from "../host/sha256.ts";
+import { sha256Hex, sha256Stream } from "../host/sha256.ts";
 import { BundleError } from "./errors.ts";
 
 /** The manifest in each mode directory of a bundle, in `sha256sum` format. */
@@ -84,13 +84,23 @@ export async function listTree(dir: string): Promise<TreeFile[]> {
 /** Read size of the streaming hash: memory per file hashed, whatever its size. */
 const chunkBytes = 1 << 20;
 
-/** The sha256 of a file, read as a stream in fixed-size chunks. */
+/**
+ * The sha256 of a file, read as a stream in fixed-size chunks. A file that
+ * fits in the first chunk is hashed whole by WebCrypto: most of a bundle's
+ * files, by count, and the status commands then never load Node's crypto.
+ */
 export async function hashFile(path: string): Promise<string> {
-  const h = await sha256Stream();
   using f = await Deno.open(path, { read: true });
   const buf = new Uint8Array(chunkBytes);
+  let n = await f.read(buf);
+  const first = n ?? 0;
+  // A short first read is not the end: only a read of nothing is.
+  const rest = first > 0 ? await f.read(buf.subarray(first)) : null;
+  if (rest === null) return await sha256Hex(buf.slice(0, first));
+  const h = await sha256Stream();
+  h.update(buf.subarray(0, first + rest));
   for (;;) {
-    const n = await f.read(buf);
+    n = await f.read(buf);
     if (n === null) break;
     h.update(buf.subarray(0, n));
   }

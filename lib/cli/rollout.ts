@@ -11,7 +11,7 @@ import { type Context, jsonOption } from "./program.ts";
 /** What the rollout commands need from outside: main.ts passes the real kubectl. */
 export interface RolloutDeps {
   readonly kubectl: (cfg: kube.Config) => kube.Kubectl;
-  readonly hint: (cfg: kube.Config) => (args: string) => string;
+  readonly commandLine: (cfg: kube.Config) => (args: string) => string;
   /** Aborted on SIGINT/SIGTERM (reason: Interrupted): kubectl calls are killed, the report printed. */
   readonly interrupted: AbortSignal;
 }
@@ -56,11 +56,11 @@ export function rolloutGroup(deps: RolloutDeps) {
         const wait = parseDuration("--wait", opts.wait);
         const callTimeout = parseDuration("--call-timeout", opts.callTimeout);
         const cfg = config(opts);
-        const hint = deps.hint(cfg);
+        const commandLine = deps.commandLine(cfg);
         const progress = progressPrinter(out);
         const roller = new rollout.Roller({
           kubectl: deps.kubectl(cfg),
-          hint,
+          commandLine,
           callTimeout,
           wait,
           onProgress: progress.show,
@@ -72,7 +72,7 @@ export function rolloutGroup(deps: RolloutDeps) {
         ctx.exitCode = report(
           out,
           results,
-          hint,
+          commandLine,
           reason instanceof Interrupted ? reason : undefined,
         );
       });
@@ -81,7 +81,7 @@ export function rolloutGroup(deps: RolloutDeps) {
       .description("print the `kubectl rollout restart` commands that repeat the restarts by hand")
       .action((opts: ConnFlags) => {
         const out = ctx.output(opts);
-        const commands = rollout.restartCommands(deps.hint(config(opts)));
+        const commands = rollout.restartCommands(deps.commandLine(config(opts)));
         out.result({ commands }, () => commands);
       });
 
@@ -211,13 +211,13 @@ function formatWait(ms: number): string {
 function report(
   out: Output,
   results: rollout.Result[],
-  hint: (a: string) => string,
+  commandLine: (a: string) => string,
   interrupted: Interrupted | undefined,
 ): number {
   const failed = results.some((r) => r.err);
   const warned = results.some((r) => r.warn);
   const outcome = interrupted ? "interrupted" : failed ? "failed" : warned ? "warnings" : "ok";
-  const commands = rollout.restartCommands(hint, results.flatMap(toRedo));
+  const commands = rollout.restartCommands(commandLine, results.flatMap(toRedo));
   const hints = [...new Set(results.flatMap((r) => hintsOf(r)))];
   const next = interrupted
     ? commands.length

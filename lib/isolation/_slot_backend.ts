@@ -4,7 +4,7 @@
 
 import * as bundle from "../bundle/mod.ts";
 import type { HostPaths, Systemctl } from "../host/mod.ts";
-import { destroySlot, startSlot, stopSlot } from "./_units.ts";
+import { destroySlot, startSlot, stopSlot } from "./_slot_control.ts";
 import { readStack, type Stack } from "./stack.ts";
 import { checkState, claimState, ensureIdentity } from "./state.ts";
 import type { Backend, CallOptions } from "./backend.ts";

@@ -1,12 +1,6 @@
 import { quoteExecArg } from "../host/mod.ts";
-import {
-  layOut,
-  serviceUnit,
-  targetText,
-  targetUnit,
-  writeHostFiles,
-  writeUnits,
-} from "./_units.ts";
+import { layOut, writeHostFiles } from "./_slot_layout.ts";
+import { serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
 import type { CallOptions } from "./backend.ts";
 import { claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";

@@ -43,7 +43,7 @@ export {
   stateMarkerName,
   wipeState,
 } from "./state.ts";
-export { serviceUnit, targetUnit, unitsOf } from "./_units.ts";
+export { serviceUnit, targetUnit, unitsOf } from "./units.ts";
 export { configFiles, snapshotFiles } from "./config_files.ts";
 export { firewallUnit, hostPackages, prepareHost, unprepareHost } from "./host_prep.ts";
 export {

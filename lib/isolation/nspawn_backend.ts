@@ -1,14 +1,8 @@
 import { quoteExecArg } from "../host/mod.ts";
 import { ensureDir, syncTree } from "../host/mod.ts";
 import { join } from "node:path";
-import {
-  layOut,
-  serviceUnit,
-  targetText,
-  targetUnit,
-  writeHostFiles,
-  writeUnits,
-} from "./_units.ts";
+import { layOut, writeHostFiles } from "./_slot_layout.ts";
+import { serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
 import type { CallOptions } from "./backend.ts";
 import { type BackendDeps, claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";

@@ -50,7 +50,7 @@ export type Kubectl = (args: readonly string[], opts: CallOptions) => Promise<st
 export function kubectl(cfg: Config = {}): Kubectl {
   const binary = cfg.binary ?? "kubectl";
   const conn = connectionArgs(cfg);
-  const show = hint(cfg);
+  const show = commandLine(cfg);
   return async (args, opts) => {
     const command = show(args.join(" "));
     let r: exec.Output;
@@ -92,7 +92,7 @@ export function connectionArgs(cfg: Config): string[] {
  * the line starts with `KUBECONFIG=...`: the operator's shell may have
  * another one, or none.
  */
-export function hint(cfg: Config = {}): (args: string) => string {
+export function commandLine(cfg: Config = {}): (args: string) => string {
   const env = !cfg.kubeconfig && cfg.envKubeconfig
     ? [`KUBECONFIG=${shellQuote(cfg.envKubeconfig)}`]
     : [];

@@ -30,10 +30,10 @@ export {
 } from "./errors.ts";
 export {
   type CallOptions,
+  commandLine,
   type Config,
   connectionArgs,
   durationFlag,
-  hint,
   type Kubectl,
   kubectl,
 } from "./kubectl.ts";

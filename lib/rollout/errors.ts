@@ -92,7 +92,7 @@ function resourceOf(target: string): string {
 /** Guidance for a failed call that has a known remedy, for the operator. */
 export function remedy(
   why: Why,
-  hint: (args: string) => string,
+  commandLine: (args: string) => string,
   ns: string,
   target: string,
   verb: Verb,
@@ -100,7 +100,7 @@ export function remedy(
   switch (why) {
     case "paused":
       return `the Deployment is paused; resume it, then restart: ${
-        hint(`-n ${ns} rollout resume ${target}`)
+        commandLine(`-n ${ns} rollout resume ${target}`)
       }`;
     case "untrusted-ca":
       return "the kubeconfig's CA does not verify the apiserver's certificate (a rotated or replaced CA?): refresh the kubeconfig from the new CA, then repeat the restarts";
@@ -110,7 +110,7 @@ export function remedy(
       return "the apiserver refused the kubeconfig's credentials (401: a rotated CA or expired client certificate?): refresh the kubeconfig, then repeat the restarts";
     case "forbidden":
       return `the credentials are valid but RBAC denies this (403); check what they may do: ${
-        hint(`auth can-i ${verb} ${resourceOf(target)} -n ${ns}`)
+        commandLine(`auth can-i ${verb} ${resourceOf(target)} -n ${ns}`)
       }`;
     case "unreachable":
       return "the apiserver could not be reached (connection refused, no route, or it did not answer its request timeout): check that it is up and that the kubeconfig's server address is right, then repeat the restarts";
@@ -122,7 +122,7 @@ export function remedy(
       return "the kubectl given cannot be executed (permissions, a directory, or not a program for this machine): check it, or name another with --kubectl PATH";
     case "on-delete":
       return `${target} uses the OnDelete update strategy: its pods are replaced only when deleted; delete them one node at a time (${
-        hint(`-n ${ns} get pods -o wide`)
+        commandLine(`-n ${ns} get pods -o wide`)
       }, then kubectl delete pod)`;
     default:
       return undefined;

@@ -16,7 +16,7 @@
  * const cfg = { kubeconfig: "/etc/stratum/admin.conf" };
  * const roller = new rollout.Roller({
  *   kubectl: kube.kubectl(cfg),
- *   hint: kube.hint(cfg),
+ *   commandLine: kube.commandLine(cfg),
  *   callTimeout: 30_000,
  *   wait: 300_000,
  * });

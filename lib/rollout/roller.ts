@@ -55,7 +55,7 @@ export interface RollerOptions {
   /** Runs one kubectl call under its own deadline; a call with no answer in time is killed. */
   readonly kubectl: kube.Kubectl;
   /** The command line an operator runs by hand against the same apiserver, for args. */
-  readonly hint: (args: string) => string;
+  readonly commandLine: (args: string) => string;
   /** Bounds one discovery or restart call, in ms. */
   readonly callTimeout: number;
   /** How long restart waits for all the rollouts it started, in total, in ms. */
@@ -77,7 +77,7 @@ const sameSecondRetryMs = 1100;
 /** Restarts Workloads through the apiserver its kubectl talks to. */
 export class Roller {
   readonly kubectl: kube.Kubectl;
-  readonly hint: (args: string) => string;
+  readonly commandLine: (args: string) => string;
   readonly callTimeout: number;
   readonly wait: number;
   readonly #progress: (p: Progress) => void;
@@ -85,7 +85,7 @@ export class Roller {
 
   constructor(opts: RollerOptions) {
     this.kubectl = opts.kubectl;
-    this.hint = opts.hint;
+    this.commandLine = opts.commandLine;
     this.callTimeout = opts.callTimeout;
     this.wait = opts.wait;
     this.#progress = opts.onProgress ?? (() => {});
@@ -191,7 +191,7 @@ export class Roller {
     } catch (err) {
       const why = whyOf(err);
       if (why === "interrupted") return this.#interrupted(w.probe, "probe stopped", err);
-      const hint = remedy(why, this.hint, w.namespace, w.probe, "get");
+      const hint = remedy(why, this.commandLine, w.namespace, w.probe, "get");
       return new ProbeError(`Cannot tell whether ${w.name} runs: ${messageOf(err)}`, {
         cause: err,
         ...(hint ? { hint } : {}),
@@ -250,7 +250,7 @@ export class Roller {
             err,
           );
         }
-        const hint = remedy(why, this.hint, w.namespace, target, "patch");
+        const hint = remedy(why, this.commandLine, w.namespace, target, "patch");
         const what = why === "not-found"
           ? `${target} not found in ${w.namespace} (deleted since the probe?)`
           : messageOf(err);
@@ -264,7 +264,7 @@ export class Roller {
 
   async #watch(w: Workload, target: string, deadline: number): Promise<TargetResult> {
     const remaining = deadline - performance.now();
-    const statusHint = this.hint(`-n ${w.namespace} rollout status ${target}`);
+    const statusHint = this.commandLine(`-n ${w.namespace} rollout status ${target}`);
     const pending = (message: string, cause: unknown, hint = statusHint): TargetResult => {
       const error = new RolloutPendingWarning(target, message, { cause, hint });
       this.#progress({ kind: "pending", target, error });
@@ -313,7 +313,7 @@ export class Roller {
           return pending(
             `${target} restarted, but nothing rolls until its pods are deleted (OnDelete)`,
             err,
-            remedy("on-delete", this.hint, w.namespace, target, "watch"),
+            remedy("on-delete", this.commandLine, w.namespace, target, "watch"),
           );
         case "progress-deadline":
           return pending(`${target} restarted; its rollout exceeded its progress deadline`, err);
@@ -323,7 +323,7 @@ export class Roller {
           return pending(
             `${target} restarted; cannot watch its rollout: ${messageOf(err)}`,
             err,
-            remedy(why, this.hint, w.namespace, target, "watch") ?? statusHint,
+            remedy(why, this.commandLine, w.namespace, target, "watch") ?? statusHint,
           );
       }
     }

@@ -62,13 +62,13 @@ export function owned(kind: string, name: string, namespace: string): boolean {
 
 /**
  * One `rollout restart` command per namespace for the workloads the restore
- * rolls, namespaces in first-appearance order, each prefixed by `hint` (which
+ * rolls, namespaces in first-appearance order, each prefixed by `commandLine` (which
  * adds kubectl and the flags that reach the same apiserver). One list, so the
  * guidance cannot drift from what the restore does. `workloads` narrows it,
  * e.g. to the targets whose restart failed; by default all of Workloads.
  */
 export function restartCommands(
-  hint: (args: string) => string = (a) => `kubectl ${a}`,
+  commandLine: (args: string) => string = (a) => `kubectl ${a}`,
   workloads: readonly Workload[] = Workloads,
 ): string[] {
   const byNamespace = new Map<string, string[]>();
@@ -79,6 +79,6 @@ export function restartCommands(
     byNamespace.set(w.namespace, targets);
   }
   return [...byNamespace].map(([ns, targets]) =>
-    hint(`-n ${ns} rollout restart ${targets.join(" ")}`)
+    commandLine(`-n ${ns} rollout restart ${targets.join(" ")}`)
   );
 }

@@ -101,7 +101,7 @@ export class SimCluster implements AsyncDisposable {
   ) {
     return new rollout.Roller({
       kubectl: kube.kubectl(this.cfg),
-      hint: kube.hint(this.cfg),
+      commandLine: kube.commandLine(this.cfg),
       callTimeout: opts.callTimeout ?? 10_000,
       wait: opts.wait ?? 20_000,
       ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),

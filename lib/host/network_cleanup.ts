@@ -39,15 +39,12 @@ export async function cleanupNetwork(
     ok: (argv) => exec.output(argv, o),
   };
   // It runs while neither stack serves: a few processes, not one per
-  // object, and the listings at once. Then links and each iptables family
-  // are removed side by side; nft last, without the chains iptables-nft
-  // just removed (nft lists those too).
-  const [links, v4, v6, nft] = await Promise.all([
-    listLinks(sh),
-    iptablesSave(sh, "iptables"),
-    iptablesSave(sh, "ip6tables"),
-    nftRuleset(sh),
-  ]);
+  // object. One lists all four; then links and each iptables family are
+  // removed side by side; nft last, without the chains iptables-nft just
+  // removed (nft lists those too).
+  const [ip, v4, v6, nftList] = await listAll(sh);
+  const links = ip === undefined ? undefined : ours(ip);
+  const nft = nftList === undefined ? undefined : nftItems(nftList);
   await Promise.all([
     removeLinks(sh, links, report),
     removeIptables(sh, "iptables", v4, report),
@@ -73,15 +70,35 @@ interface Sh {
 /** How long iptables waits for the xtables lock, in seconds: another user may hold it. */
 const xtablesWaitSeconds = "5";
 
-async function has(bin: string): Promise<boolean> {
-  const { $ } = await import("dax");
-  return (await $.which(bin)) !== undefined;
+/** What each cleanup step lists, in this order. */
+const listings = ["ip -j link show", "iptables-save", "ip6tables-save", "nft -j list ruleset"];
+
+/**
+ * Runs the four listings in one process (each of ours carries its deadline
+ * wrapper, several ms while neither stack serves) and returns each one's
+ * output, or undefined for a tool that is not installed or a family this
+ * kernel does not have. A listing killed by a signal fails the cleanup, as
+ * does `ip`, which every node has.
+ */
+async function listAll(sh: Sh): Promise<(string | undefined)[]> {
+  const script = `for c in ${listings.map((l) => `'${l}'`).join(" ")}; do $c; ` +
+    `printf '\\n@@stratum-rc %d\\n' $?; done`;
+  const r = await sh.run(["sh", "-c", script]);
+  if (r.code !== 0) throw new exec.ExitError(r);
+  const parts = r.stdout.split(/\n@@stratum-rc (\d+)\n/);
+  return listings.map((l, i) => {
+    const code = Number(parts[2 * i + 1] ?? "127");
+    const failed = { ...r, argv: l.split(" "), code };
+    if (code > 128 || (code !== 0 && code !== 127 && l.startsWith("ip "))) {
+      throw new exec.ExitError(failed);
+    }
+    return code === 0 ? parts[2 * i] : undefined;
+  });
 }
 
-/** Our links, or undefined without `ip`. */
-async function listLinks(sh: Sh): Promise<string[] | undefined> {
-  if (!(await has("ip"))) return undefined;
-  return (JSON.parse((await sh.ok(["ip", "-j", "link", "show"])) || "[]") as { ifname: string }[])
+/** Our links in `ip -j link show`'s output. */
+function ours(json: string): string[] {
+  return (JSON.parse(json || "[]") as { ifname: string }[])
     .map((l) => l.ifname)
     .filter((n) => linkPattern.test(n));
 }
@@ -100,18 +117,9 @@ async function removeLinks(
     found.map((n) => `link delete dev ${n}\n`).join(""),
   );
   if (r.code > 128) throw new exec.ExitError(r);
-  const left = (await listLinks(sh)) ?? [];
+  const left = ours(await sh.ok(["ip", "-j", "link", "show"]));
   if (left.length > 0) throw new exec.ExitError({ ...r, code: r.code || 1 });
   report.links.push(...found);
-}
-
-/** An `iptables-save` dump, or undefined without the tools or the family. */
-async function iptablesSave(sh: Sh, bin: string): Promise<string | undefined> {
-  if (!(await has(`${bin}-save`)) || !(await has(`${bin}-restore`))) return undefined;
-  const r = await sh.run([`${bin}-save`]);
-  if (r.code > 128) throw new exec.ExitError(r);
-  // No such family in this kernel: nothing of ours in it either.
-  return r.code === 0 ? r.stdout : undefined;
 }
 
 /**
@@ -171,13 +179,16 @@ function iptablesBatch(dump: string): { script: string; chains: string[] } {
 
 type NftItem = Record<string, { family: string; name: string; table?: string }>;
 
-/** `nft -j list ruleset`'s items, or undefined without nft. */
+/** The items of `nft -j list ruleset`'s output. */
+function nftItems(json: string): NftItem[] {
+  return JSON.parse(json || "{}").nftables ?? [];
+}
+
+/** `nft -j list ruleset`'s items, listed again, or undefined when nft fails. */
 async function nftRuleset(sh: Sh): Promise<NftItem[] | undefined> {
-  if (!(await has("nft"))) return undefined;
   const r = await sh.run(["nft", "-j", "list", "ruleset"]);
   if (r.code > 128) throw new exec.ExitError(r);
-  if (r.code !== 0) return undefined;
-  return JSON.parse(r.stdout || "{}").nftables ?? [];
+  return r.code === 0 ? nftItems(r.stdout) : undefined;
 }
 
 /**

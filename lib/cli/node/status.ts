@@ -50,22 +50,32 @@ export async function nodeStatus(opts: Common, ctx: Context, deps: Deps): Promis
   const running = await node.bundleDigest(paths.slot(applied.slot));
   const other = isolation.otherSlot(applied.slot);
   const previous = await node.bundleDigest(paths.slot(other));
-  let bundleCheck: { verified: boolean; keyId?: string; message?: string };
-  try {
-    const v = await bundle.verifyBundle(
-      await bundle.installedDir(modeDir),
-      await node.bundlePolicy(paths, false, applied.mode),
-    );
-    bundleCheck = { verified: true, ...(v.keyId ? { keyId: v.keyId } : {}) };
-  } catch (err) {
-    bundleCheck = { verified: false, message: messageOf(err) };
-  }
-  const systemctl = deps.systemctl();
+  // Independent checks, side by side: the bundle's hashes, systemd's view
+  // of the slot, the stack's health endpoint (an operator waits on them).
   const unit = isolation.targetUnit(applied.slot);
-  const active = await systemctl.isActive(unit).catch(() => false);
-  const stack = await isolation.readStack(paths.slot(applied.slot)).catch(() => undefined);
-  const healthy = active && stack !== undefined &&
-    (await isolation.probeHealth(stack.health.url)).ok;
+  const checkBundle = async (): Promise<
+    { verified: boolean; keyId?: string; message?: string }
+  > => {
+    try {
+      const v = await bundle.verifyBundle(
+        await bundle.installedDir(modeDir),
+        await node.bundlePolicy(paths, false, applied.mode),
+      );
+      return { verified: true, ...(v.keyId ? { keyId: v.keyId } : {}) };
+    } catch (err) {
+      return { verified: false, message: messageOf(err) };
+    }
+  };
+  const probe = async () => {
+    const stack = await isolation.readStack(paths.slot(applied.slot)).catch(() => undefined);
+    return { stack, answers: stack ? (await isolation.probeHealth(stack.health.url)).ok : false };
+  };
+  const [bundleCheck, active, { stack, answers }] = await Promise.all([
+    checkBundle(),
+    deps.systemctl().isActive(unit).catch(() => false),
+    probe(),
+  ]);
+  const healthy = active && answers;
   out.result(
     {
       installed: true,

@@ -120,3 +120,5 @@ console.log(`  downtime, restart of the new stack:      ${m("restartMs")} ms`);
 console.log(
   `  ratio upgrade / the new stack's restart: ${(m("upgradeMs") / m("restartMs")).toFixed(1)}`,
 );
+await Deno.remove(bundle, { recursive: true });
+await Deno.remove(v2, { recursive: true });

@@ -54,3 +54,4 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
   console.log(`  whole run:                             ${m("totalMs").toFixed(0)} ms`);
   console.log(`  orchestration overhead (run - hooks):  ${m("overheadMs").toFixed(2)} ms`);
 }
+await Deno.remove(bundle, { recursive: true });

@@ -15,6 +15,7 @@ import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
+import { scratchDir } from "./support/scratch.ts";
 
 const noAnsible = (() => {
   try {
@@ -297,7 +298,4 @@ function cordoned(c: SimCluster, host: string): boolean {
   return (c.server.node(host)!.spec as { unschedulable?: boolean }).unschedulable === true;
 }
 
-async function scratch(prefix: string): Promise<string> {
-  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-  return await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix });
-}
+const scratch = scratchDir;

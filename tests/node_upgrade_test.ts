@@ -18,6 +18,7 @@ import { getKeys, keyNames, putKeys } from "./support/etcd.ts";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { type Mode, Node } from "./support/sandbox_node.ts";
 import { journalSteps, readStepTable } from "./support/step_table.ts";
+import { scratchDir } from "./support/scratch.ts";
 
 if (nspawnUnavailable) console.error(`upgrade tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
@@ -30,8 +31,7 @@ async function next(
   behavior?: "unhealthy",
   stack: "test" | "etcd" = "test",
 ): Promise<string> {
-  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-  const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-v2-" });
+  const dir = await scratchDir("bundle-v2-");
   if (stack === "etcd") return await makeEtcdBundle(dir, { release: "2" });
   return await makeBundle(dir, {
     release: "2",

@@ -52,9 +52,21 @@ Deno.test("save() writes the journal with mode 0600", async () => {
   assertEquals((await Deno.stat(store.path)).mode! & 0o777, 0o600);
 });
 
-Deno.test("load() of a missing file is ErrNoJournal", async () => {
+Deno.test("load() of a missing file is ErrNoJournal, naming the path, caused by NotFound", async () => {
   const store = await tempStore();
-  await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
+  const e = await assertRejects(() => store.load(), (e) => migrate.is(e, migrate.ErrNoJournal));
+  assert(String((e as Error).message).includes(store.path), String(e));
+  assert((e as Error).cause instanceof Deno.errors.NotFound, String((e as Error).cause));
+});
+
+Deno.test("load() of a journal it cannot read for another reason is not 'no journal'", async () => {
+  // The seed: only a missing file is ErrNoJournal. A path that is there but
+  // cannot be read (here a directory) may hide a migration under way.
+  const store = await tempStore();
+  await Deno.mkdir(store.path);
+  const e = await assertRejects(() => store.load());
+  assert(!migrate.is(e, migrate.ErrNoJournal), String(e));
+  assert(migrate.is(e, migrate.ErrCorruptJournal), String(e));
 });
 
 Deno.test("an in-place journal that keeps the mode (an upgrade) round-trips", async () => {

@@ -594,6 +594,11 @@ Deno.test("the loop guard gives up on a recovery that keeps dying at one step", 
   w.reboot();
   const o = ended(await w.resume());
   assert(migrate.is(o.error, migrate.ErrTooManyAttempts));
+  // It says where it gave up and after how many resumes, here and in the journal.
+  const gaveUp = migrate.find(o.error, migrate.ErrTooManyAttempts)!;
+  assertEquals(gaveUp.attempts, 3);
+  assert(gaveUp.message.includes(migrate.StepStartingTarget), gaveUp.message);
+  assertEquals(o.journal.message, gaveUp.message);
   assertEquals([o.acted, o.rolledBack], [true, false], "it recorded failed; nothing was undone");
   assertEquals(o.journal.step, migrate.StepFailed);
   assert(!w.log.slice(-2).includes("start-source"), "gave up without acting");
@@ -607,7 +612,11 @@ Deno.test("a resume whose count cannot be written does not act, and the next one
   const before = w.log.length;
   const o = ended(await w.resume());
   assertEquals([o.acted, o.rolledBack], [false, false]);
-  assert(migrate.find(o.error, migrate.ActionError)?.action === "record", String(o.error));
+  // The error is the journal write (record) at the recorded step, caused by
+  // the write's own failure.
+  const e = migrate.find(o.error, migrate.ActionError);
+  assertEquals([e?.action, e?.step], ["record", migrate.StepStartingTarget], String(o.error));
+  assert(String((e?.cause as Error)?.message).includes("injected failure"), String(e?.cause));
   assertEquals(w.log.slice(before).filter((c) => !c.startsWith("save:")), [], "it acted");
   w.reboot();
   // Interrupted before persisting: the next resume acts, and rolls back.

@@ -199,7 +199,10 @@ Deno.test("a run whose count cannot be written does not act", async () => {
     bootstrap: () => Promise.reject(new Error("must not run")),
   });
   assertEquals(o.acted, false);
-  assert(migrate.find(o.error, migrate.ActionError)?.action === "record");
+  // The journal write (record) at the recorded step, caused by the write's failure.
+  const e = migrate.find(o.error, migrate.ActionError);
+  assertEquals([e?.action, e?.step], ["record", migrate.StepReprovisioning]);
+  assertEquals((e?.cause as Error)?.message, "disk full");
   assertEquals((await w.store.load()).step, migrate.StepReprovisioning);
 });
 

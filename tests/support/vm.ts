@@ -118,12 +118,22 @@ export class Vm implements AsyncDisposable {
     this.#buf = "";
     this.#closed = false;
     this.#pumping = this.#pump(this.#conn);
-    // The agent's first words may be lost before this connection: ask until it answers.
-    for (;;) {
-      const r = await this.exec(["true"], { timeoutMs: 3000 }).catch(() => undefined);
-      if (r?.code === 0) return performance.now() - t0;
+    // The agent's first words may be lost before this connection: ask until
+    // it answers. Then wait for the payload disk: it is mounted `nofail`, so
+    // the boot does not wait for it and under emulation the agent can answer
+    // first (a test's first command then found no /srv/payload/stratum).
+    const ready = ["sh", "-c", "grep -q ' /srv/payload ' /proc/mounts"];
+    for (let agent = false;;) {
+      const r = await this.exec(agent ? ready : ["true"], { timeoutMs: 3000 })
+        .catch(() => undefined);
+      if (r?.code === 0 && agent) return performance.now() - t0;
+      if (r?.code === 0) agent = true;
+      else if (agent) await new Promise((res) => setTimeout(res, 100));
       if (performance.now() - t0 > limitMs) {
-        throw new Error(`vm: no agent after ${limitMs} ms: ${await this.console()}`);
+        throw new Error(
+          `vm: ${agent ? "no /srv/payload" : "no agent"} after ${limitMs} ms: ${await this
+            .console()}`,
+        );
       }
     }
   }

@@ -15,7 +15,8 @@ import {
   SimCluster,
   stratumWorkloads,
 } from "../tests/support/cluster.ts";
-import { nspawnUnavailable, repoRoot, Sandbox } from "../tests/support/sandbox.ts";
+import { repoRoot, Sandbox, whyNspawnUnavailable } from "../tests/support/sandbox.ts";
+import { ensurePackages, SetupError } from "./setup.ts";
 
 const bold = (s: string) => (Deno.stdout.isTerminal() ? `\x1b[1m${s}\x1b[0m` : s);
 const say = (s: string) => console.log(`\n${bold(`== ${s}`)}`);
@@ -33,8 +34,18 @@ async function shown(
   return r;
 }
 
-if (nspawnUnavailable) {
-  console.error(`demo: the migration part needs the systemd sandbox: ${nspawnUnavailable}`);
+// What the demo drives is installed first (as root, with apt), or named.
+try {
+  await ensurePackages("demo");
+} catch (err) {
+  if (!(err instanceof SetupError)) throw err;
+  console.error(err.message);
+  Deno.exit(1);
+}
+// Checked now, with the packages there.
+const unavailable = await whyNspawnUnavailable();
+if (unavailable) {
+  console.error(`demo: the migration part needs the systemd sandbox: ${unavailable}`);
   Deno.exit(1);
 }
 
@@ -42,12 +53,12 @@ let migrateExit = -1;
 let rolloutExit = -1;
 say("1. migrate: a node moves from host mode to nspawn mode on a real systemd");
 await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-const bundle = await makeBundle(
-  await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "demo-" }),
-);
-const { key, pub } = await makeSigningKey(join(bundle, ".."), "demo");
+// Everything the demo makes lives in one directory, removed at the end.
+const work = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "demo-" });
+const bundle = await makeBundle(await Deno.makeTempDir({ dir: work, prefix: "bundle-" }));
+const { key, pub } = await makeSigningKey(work, "demo");
 console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}`);
-{
+try {
   await using sb = await Sandbox.start();
   const stratum = (...args: string[]) => sb.deno(["run", "-A", "main.ts", ...args]);
   await shown(`stratum bundle make ${bundle}`, () => stratum("bundle", "make", bundle));
@@ -106,8 +117,9 @@ console.log(`booting systemd in private namespaces; built-in bundle at ${bundle}
   );
   await shown("stratum migrate status", () => stratum("migrate", "status"));
   await shown("stratum migrate ack", () => stratum("migrate", "ack"));
+} finally {
+  await Deno.remove(work, { recursive: true }).catch(() => {});
 }
-await Deno.remove(bundle, { recursive: true }).catch(() => {});
 
 say("2. rollout: restart Stratum's workloads after a restore, one rollout stalls");
 if (noKubectl) {

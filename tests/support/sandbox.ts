@@ -17,10 +17,11 @@ export interface ExecResult {
 }
 
 /**
- * Why the sandbox cannot run on this machine, or undefined. Checked once:
- * root, unshare of every namespace, systemd, nsenter.
+ * Why the sandbox cannot run on this machine, or undefined: root, unshare
+ * of every namespace, systemd, nsenter. The constants below are checked
+ * once, when the module loads; call this again after installing packages.
  */
-export const sandboxUnavailable: string | undefined = await (async () => {
+export async function whySandboxUnavailable(): Promise<string | undefined> {
   if (Deno.uid() !== 0) return "the systemd sandbox needs root";
   for (const bin of ["unshare", "nsenter", "/lib/systemd/systemd", "systemctl"]) {
     if (!(await $.which(bin)) && !(await exists(bin))) return `${bin} is not installed`;
@@ -29,13 +30,18 @@ export const sandboxUnavailable: string | undefined = await (async () => {
     .quiet();
   if (r.code !== 0) return `the kernel refuses new namespaces (unshare exit ${r.code})`;
   return undefined;
-})();
+}
 
-/** Why nspawn tests cannot run, or undefined. */
-export const nspawnUnavailable: string | undefined = sandboxUnavailable ??
-  (await exists("/usr/bin/systemd-nspawn")
-    ? (await exists("/usr/bin/python3") ? undefined : "/usr/bin/python3 is not installed")
-    : "systemd-nspawn is not installed (Debian package systemd-container)");
+/** Why nspawn tests cannot run, or undefined (see whySandboxUnavailable). */
+export async function whyNspawnUnavailable(): Promise<string | undefined> {
+  return await whySandboxUnavailable() ??
+    (await exists("/usr/bin/systemd-nspawn")
+      ? (await exists("/usr/bin/python3") ? undefined : "/usr/bin/python3 is not installed")
+      : "systemd-nspawn is not installed (Debian package systemd-container)");
+}
+
+export const sandboxUnavailable: string | undefined = await whySandboxUnavailable();
+export const nspawnUnavailable: string | undefined = await whyNspawnUnavailable();
 
 async function exists(p: string): Promise<boolean> {
   return await Deno.stat(p).then(() => true, () => false);

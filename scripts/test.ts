@@ -1,0 +1,54 @@
+// deno-lint-ignore-file no-console
+// `deno task test [FILES...]`: what the README promises on a fresh machine.
+// It installs the Debian packages the tests drive (scripts/setup.ts), builds
+// both artifacts (scripts/compile, about 7 s each) so the end-to-end tests
+// run what operators copy onto nodes, then runs `deno test` with the
+// permissions the suite needs. Without FILES it runs every test in tests/.
+
+import { join } from "node:path";
+import { ensurePackages, SetupError } from "./setup.ts";
+
+const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
+
+try {
+  await ensurePackages("test");
+} catch (err) {
+  if (!(err instanceof SetupError)) throw err;
+  console.error(err.message);
+  Deno.exit(1);
+}
+
+const env: Record<string, string> = {};
+for (const arch of ["x86_64", "aarch64"]) {
+  const bin = join(root, `dist/stratum-linux-${arch}`);
+  const o = await new Deno.Command("bash", {
+    args: [join(root, "scripts/compile"), arch],
+    cwd: root,
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+    env: { PATH: `${join(Deno.execPath(), "..")}:${Deno.env.get("PATH") ?? ""}` },
+  }).output();
+  if (!o.success) {
+    console.error(`test: scripts/compile ${arch} failed (exit ${o.code})`);
+    Deno.exit(1);
+  }
+  env[arch === "x86_64" ? "STRATUM_BIN" : "STRATUM_BIN_AARCH64"] = bin;
+}
+
+const perms = [
+  "--allow-read",
+  "--allow-write",
+  "--allow-run",
+  "--allow-env",
+  "--allow-net=127.0.0.1",
+  "--allow-sys",
+];
+const files = Deno.args.length > 0 ? Deno.args : ["tests/"];
+const t = await new Deno.Command(Deno.execPath(), {
+  args: ["test", ...perms, ...files],
+  cwd: root,
+  stdin: "null",
+  env,
+}).spawn().status;
+Deno.exit(t.code);

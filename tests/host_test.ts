@@ -108,6 +108,7 @@ Deno.test("config snapshot: a snapshot of another migration is never restored", 
 
 const noNetworkTools = sandboxUnavailable ?? lacking("iptables") ?? lacking("nftables") ??
   lacking("iproute2");
+// deno-lint-ignore no-console
 if (noNetworkTools) console.error(`network cleanup test is skipped: ${noNetworkTools}`);
 
 Deno.test({

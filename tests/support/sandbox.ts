@@ -65,7 +65,9 @@ export class Sandbox implements AsyncDisposable {
   static async start(
     opts: { state?: string; unit?: "sandbox.target" | "multi-user.target" } = {},
   ): Promise<Sandbox> {
-    if (sandboxUnavailable) throw new Error(`sandbox unavailable: ${sandboxUnavailable}`);
+    // Asked again when it was missing at load: the demo installs packages after.
+    const why = sandboxUnavailable && await whySandboxUnavailable();
+    if (why) throw new Error(`sandbox unavailable: ${why}`);
     // Paths the sandbox must still see if they live under the host's /tmp.
     const keep = [repoRoot, dirname(await Deno.realPath(Deno.execPath())), Deno.env.get("DENO_DIR")]
       .filter((p): p is string => p !== undefined && p.startsWith("/tmp/"));

@@ -15,9 +15,25 @@ import { fastCommand } from "./lib/cli/fast.ts";
 if (import.meta.main) {
   // SIGINT/SIGTERM stop a migration's forward path, which then rolls back,
   // and a rollout's kubectl calls, which then reports what it knows.
+  // A step that does not end (a call stuck in the kernel) must not make
+  // the signal a no-op: a second signal, or 60 s after the first, exits at
+  // once. The kernel frees the migration lock, and the write-ahead journal
+  // says where it stopped, for resume and the boot path.
   const interrupt = new AbortController();
+  const giveUp = (sig: string, code: number) => {
+    const e = new TextEncoder().encode(
+      `stratum: stopped by ${sig} before the command finished (a migration: stratum migrate status says where it stopped)\n`,
+    );
+    Deno.stderr.writeSync(e);
+    Deno.exit(code);
+  };
+  let signalled = false;
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(sig, async () => {
+      const code = sig === "SIGINT" ? 130 : 143;
+      if (signalled) giveUp(sig, code);
+      signalled = true;
+      Deno.unrefTimer(setTimeout(() => giveUp(sig, code), 60_000));
       const { Interrupted } = await import("./lib/cli/exit.ts");
       interrupt.abort(new Interrupted(sig));
     });

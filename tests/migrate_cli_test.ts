@@ -322,3 +322,48 @@ Deno.test({
     assertEquals(await n.assertInvariant("after the resume"), "rolled-back");
   },
 });
+
+Deno.test({
+  name:
+    "a step that never ends still honours SIGTERM: the process exits 143, the lock is free, and resume rolls back",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host");
+    const child = n.sb.spawn(
+      stratumArgv(["migrate", "run", "--to", n.to, "--bundle", n.bundle]),
+      { ...stratumEnv(), STRATUM_FAILPOINT: "hang-after-record:starting-target" },
+    );
+    // Wait (bounded) until the run is stuck right after the journal says starting-target.
+    let step: string | undefined;
+    for (let i = 0; i < 600 && step !== "starting-target"; i++) {
+      step = (await n.state()).journal?.step;
+      if (step !== "starting-target") await new Promise((r) => setTimeout(r, 100));
+    }
+    assertEquals(step, "starting-target");
+    const ps = new Deno.Command("ps", { args: ["-o", "pid=", "--ppid", String(child.pid)] })
+      .outputSync();
+    const pid = Number(new TextDecoder().decode(ps.stdout).trim());
+    assert(pid > 0, "the stratum process");
+    // A first SIGTERM stops the forward path, which is stuck; a second one
+    // ends the process. Signals sent together may arrive as one: repeat
+    // (bounded) until the process is gone.
+    const status = child.status;
+    let done = false;
+    status.then(() => (done = true));
+    for (let i = 0; i < 100 && !done; i++) {
+      try {
+        Deno.kill(pid, "SIGTERM");
+      } catch { /* already gone */ }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const st = await status;
+    const stderr = new TextDecoder().decode(await new Response(child.stderr).arrayBuffer());
+    await child.stdout.cancel();
+    assertEquals(st.code, 143, stderr);
+    assert(stderr.includes("stopped by SIGTERM"), stderr);
+    // The lock is free (resume takes it) and the journal said where it stopped.
+    const r = await n.stratum(["migrate", "resume", "--json"]);
+    assertEquals(r.doc.outcome, "rolled-back", r.stderr);
+    assertEquals(await n.assertInvariant("after the SIGTERM backstop"), "rolled-back");
+  },
+});

@@ -272,3 +272,243 @@ Deno.test("versions compare as dotted numbers", () => {
   assertEquals(bundle.versionProblem("1.2.3"), undefined);
   assert(bundle.versionProblem("v1.2")?.includes("not dotted numbers"));
 });
+
+// Between verification and the copy (the second review's cases): the carrier
+// owns the bundle's directory and acts at the moment a hook names, not after
+// a sleep. What root copies is what was verified, from what was verified.
+
+/** A directory only root may enter, with a private file and a setuid program: what a swap aims at. */
+async function rootOnlyTree(): Promise<{ dir: string; modes: () => Promise<string[]> }> {
+  const dir = await Deno.makeTempDir({ prefix: "stratum-rootonly-" });
+  await Deno.chmod(dir, 0o700);
+  await Deno.mkdir(join(dir, "stack"));
+  await Deno.writeTextFile(join(dir, "stack/stack.py"), "secret\n");
+  await Deno.chmod(join(dir, "stack/stack.py"), 0o600);
+  await Deno.copyFile("/bin/true", join(dir, "suid"));
+  await Deno.chmod(join(dir, "suid"), 0o4755);
+  const modes = async () => {
+    const out: string[] = [];
+    for (const p of ["", "stack", "stack/stack.py", "suid"]) {
+      out.push(`${p || "."} ${((await Deno.lstat(join(dir, p))).mode! & 0o7777).toString(8)}`);
+    }
+    return out;
+  };
+  return { dir, modes };
+}
+
+/** Every path under `dir` whose mode has a setuid or setgid bit. */
+async function setuidUnder(dir: string): Promise<string[]> {
+  const found: string[] = [];
+  const walk = async (d: string) => {
+    for await (const e of Deno.readDir(d)) {
+      const p = join(d, e.name);
+      if (((await Deno.lstat(p)).mode ?? 0) & 0o6000) found.push(p);
+      if (e.isDirectory) await walk(p);
+    }
+  };
+  await walk(dir).catch(() => {});
+  return found;
+}
+
+Deno.test("a mode directory swapped for a link after verification: refused, and the link's target keeps its modes", async () => {
+  const { mode } = await hostBundle();
+  const checked = await bundle.verifyBundle(mode);
+  const target = await rootOnlyTree();
+  const before = await target.modes();
+  // Right after preflight's last read, the carrier swaps the directory.
+  await Deno.rename(mode, `${mode}.real`);
+  await Deno.symlink(target.dir, mode);
+  const dest = join(await Deno.makeTempDir(), "bundles/host");
+  await refuses(bundle.installBundle(mode, dest, {}, checked), "changed", "is a symlink");
+  assertEquals(await target.modes(), before, "root changed the modes of a tree it never verified");
+  assertEquals(await Deno.lstat(bundle.stagedPath(dest)).catch(() => undefined), undefined);
+  assertEquals(await Deno.lstat(dest).catch(() => undefined), undefined, "nothing installed");
+});
+
+Deno.test("a subdirectory swapped for a link during the copy is not read through", async () => {
+  const { mode } = await hostBundle();
+  const checked = await bundle.verifyBundle(mode);
+  const target = await rootOnlyTree();
+  const before = await target.modes();
+  const dest = join(await Deno.makeTempDir(), "bundles/host");
+  let swapped = false;
+  const err = await assertRejects(() =>
+    bundle.installBundle(mode, dest, {}, checked, {
+      beforeCopy: async (f) => {
+        if (swapped || !f.startsWith("stack/")) return;
+        swapped = true;
+        await Deno.rename(join(mode, "stack"), join(mode, "stack.real"));
+        await Deno.symlink(join(target.dir, "stack"), join(mode, "stack"));
+      },
+    })
+  );
+  assert(swapped, "the hook ran");
+  assert(err instanceof bundle.BundleError && err.fault === "changed", String(err));
+  assert(err.message.includes("symlink"), err.message);
+  assertEquals(await target.modes(), before);
+  assertEquals(await Deno.lstat(bundle.stagedPath(dest)).catch(() => undefined), undefined);
+});
+
+Deno.test("a setuid file planted during the copy is never copied, and a failed copy leaves nothing", async () => {
+  const { mode } = await hostBundle();
+  const checked = await bundle.verifyBundle(mode);
+  const dest = join(await Deno.makeTempDir(), "bundles/host");
+  const staged = bundle.stagedPath(dest);
+  const plant = async () => {
+    await Deno.copyFile("/bin/true", join(mode, "x"));
+    await Deno.chmod(join(mode, "x"), 0o4755);
+  };
+  // 1. Planted, then a FIFO where a listed file was, which ends the copy.
+  const stagingModes: number[] = [];
+  const listed = [...checked.content.listed.keys()];
+  const last = listed[listed.length - 1]!;
+  await refuses(
+    bundle.installBundle(mode, dest, {}, checked, {
+      beforeCopy: async (f) => {
+        stagingModes.push((await Deno.stat(staged)).mode! & 0o777);
+        if (f === listed[0]) await plant();
+        if (f === last) {
+          await Deno.remove(join(mode, f));
+          await new Deno.Command("mkfifo", { args: [join(mode, f)] }).output();
+        }
+      },
+    }),
+    "changed",
+    "not a regular file",
+  );
+  assert(stagingModes.length > 0 && stagingModes.every((m) => m === 0o700), `${stagingModes}`);
+  assertEquals(await Deno.lstat(staged).catch(() => undefined), undefined, "staging removed");
+  assertEquals(await setuidUnder(join(dest, "..")), []);
+  // 2. Planted, and the copy completes: only the listed files are there.
+  await Deno.remove(join(mode, last));
+  await Deno.remove(join(mode, "x"));
+  const fresh = await hostBundle();
+  const checked2 = await bundle.verifyBundle(fresh.mode);
+  await bundle.installBundle(fresh.mode, dest, {}, checked2, {
+    beforeCopy: async (f) => {
+      if (f === listed[0]) {
+        await Deno.copyFile("/bin/true", join(fresh.mode, "x"));
+        await Deno.chmod(join(fresh.mode, "x"), 0o4755);
+      }
+    },
+  });
+  const real = await bundle.installedDir(dest);
+  assertEquals(await Deno.lstat(join(real, "x")).catch(() => undefined), undefined);
+  assertEquals(await setuidUnder(join(dest, "..")), []);
+  assertEquals((await Deno.stat(real)).mode! & 0o777, 0o755, "opened once whole");
+  await bundle.verifyBundle(real);
+});
+
+Deno.test("a FIFO where a listed file was, after verification, is refused at once and never blocks", async () => {
+  const { mode } = await hostBundle();
+  const checked = await bundle.verifyBundle(mode);
+  const dest = join(await Deno.makeTempDir(), "bundles/host");
+  // A FIFO with no writer blocks a plain open forever: a copy that still
+  // did one would never settle. The deadline only tells a hang from a
+  // refusal; it measures nothing.
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error("the copy blocked on a FIFO")), 60_000);
+  });
+  try {
+    await refuses(
+      Promise.race([
+        bundle.installBundle(mode, dest, {}, checked, {
+          beforeCopy: async (f) => {
+            if (f !== "stack.json") return;
+            await Deno.remove(join(mode, f));
+            await new Deno.Command("mkfifo", { args: [join(mode, f)] }).output();
+          },
+        }),
+        hung,
+      ]),
+      "changed",
+      "not a regular file",
+    );
+  } finally {
+    clearTimeout(timer);
+  }
+  // The hash of a path that is a FIFO is refused too, without blocking.
+  const fifo = join(await Deno.makeTempDir(), "fifo");
+  await new Deno.Command("mkfifo", { args: [fifo] }).output();
+  await refuses(bundle.hashFile(fifo), "unsafe", "not a regular file");
+});
+
+Deno.test("the version checked is the one that was hashed: BUNDLE.json rewritten after its hash is not read", async () => {
+  const { dir, mode } = await hostBundle();
+  const { makeSigningKey } = await import("./support/tls.ts");
+  const { key, pub } = await makeSigningKey(dir, "k");
+  const signing = await bundle.readPrivateKey(await Deno.readTextFile(key), key);
+  const trust = [await bundle.readPublicKey(await Deno.readTextFile(pub), pub)];
+  const sig = await bundle.sign(await Deno.readFile(join(mode, "SHA256SUMS")), signing);
+  await Deno.writeFile(join(mode, "SHA256SUMS.sig"), sig);
+  // An old signed release (version 1); right after its BUNDLE.json is
+  // hashed, the carrier makes it say 9.0 for any later read.
+  const v = await bundle.verifyBundle(mode, {
+    trust,
+    mode: "host",
+    afterHash: async (f) => {
+      if (f === "BUNDLE.json") {
+        await Deno.writeTextFile(join(mode, f), JSON.stringify({ mode: "host", version: "9.0" }));
+      }
+    },
+  });
+  assertEquals(v.identity, { mode: "host", version: "1" });
+});
+
+Deno.test("bundle make DIR --version V writes that version (the subcommand's option, in any position)", async () => {
+  const { dir } = await hostBundle();
+  const cli = async (...args: string[]) => {
+    const o = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", join(import.meta.dirname!, "../main.ts"), ...args],
+      env: { NO_COLOR: "1" },
+    }).output();
+    return { code: o.code, out: new TextDecoder().decode(o.stdout) };
+  };
+  const version = async () =>
+    JSON.parse(await Deno.readTextFile(join(dir, "host/BUNDLE.json"))).version;
+  await Deno.remove(join(dir, "host/SHA256SUMS"));
+  assertEquals((await cli("bundle", "make", dir, "--version", "1.2.0")).code, 0);
+  assertEquals(await version(), "1.2.0");
+  assert(await Deno.stat(join(dir, "host/SHA256SUMS")).then(() => true), "manifest written");
+  assertEquals((await cli("bundle", "make", "--version", "1.3.0", dir)).code, 0);
+  assertEquals(await version(), "1.3.0");
+  await bundle.verifyBundle(join(dir, "host"), { mode: "host" });
+  const own = await cli("--version");
+  assertEquals(own.code, 0);
+  assert(own.out.startsWith("stratum "), own.out);
+  assertEquals(await version(), "1.3.0", "the program's --version writes nothing");
+});
+
+Deno.test({
+  name:
+    "--wipe-state empties a state directory that is a mount point, and refuses one with a mount below it before removing anything",
+  ignore: !root,
+  async fn() {
+    const scratch = await Deno.makeTempDir({ prefix: "stratum-wipe-" });
+    try {
+      const o = await new Deno.Command("unshare", {
+        args: [
+          "--mount",
+          "--propagation",
+          "private",
+          Deno.execPath(),
+          "run",
+          "-A",
+          join(import.meta.dirname!, "support/wipe_mount.ts"),
+          scratch,
+        ],
+        env: { NO_COLOR: "1" },
+      }).output();
+      const err = new TextDecoder().decode(o.stderr);
+      assertEquals(o.code, 0, err);
+      const r = JSON.parse(new TextDecoder().decode(o.stdout));
+      assertEquals(r.wiped, { exists: true, left: [], mounted: true }, "emptied, still the disk");
+      assert(r.refused.startsWith("ErrState: "), r.refused);
+      assert(r.refused.includes("/var/lib/kubelet/pods"), r.refused);
+      assertEquals(r.nestedLeft, ["keep", "pods"], "nothing removed before the refusal");
+    } finally {
+      await Deno.remove(scratch, { recursive: true });
+    }
+  },
+});

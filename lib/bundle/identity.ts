@@ -46,7 +46,11 @@ export async function readIdentity(dir: string): Promise<BundleIdentity | undefi
       identityName,
     );
   });
-  if (!bytes) return undefined;
+  return bytes && parseIdentity(bytes, dir);
+}
+
+/** The identity BUNDLE.json's bytes declare (`dir` names the bundle in errors). */
+export function parseIdentity(bytes: Uint8Array, dir: string): BundleIdentity {
   let o: { mode?: unknown; version?: unknown };
   try {
     o = JSON.parse(new TextDecoder().decode(bytes));

@@ -1,9 +1,17 @@
+import type { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ensureDir, syncDir, syncTree } from "../host/durable_file.ts";
+import { Beneath } from "./_beneath.ts";
 import { BundleError } from "./errors.ts";
-import { listTree } from "./manifest.ts";
-import { normalizeModes } from "./modes.ts";
-import { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
+import {
+  eachLimited,
+  hashConcurrency,
+  hashHandle,
+  listTree,
+  manifestName,
+  signatureName,
+} from "./manifest.ts";
+import { type Verified, type VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
 
 /**
  * Installs a bundle's mode directory at `dest` so that `dest` is always a
@@ -15,8 +23,9 @@ export async function installBundle(
   dest: string,
   opts: VerifyOptions = {},
   checked?: Verified,
+  hooks: StageHooks = {},
 ): Promise<Verified> {
-  const verified = await stageBundle(src, stagedPath(dest), opts, checked);
+  const verified = await stageBundle(src, stagedPath(dest), opts, checked, hooks);
   await promoteBundle(dest);
   return verified;
 }
@@ -46,41 +55,129 @@ export function stagedPath(dest: string): string {
   return join(dirname(dest), `.${basename(dest)}.next`);
 }
 
+/** Seams for tests of the carrier's races. */
+export interface StageHooks {
+  /** Called before each listed file is opened for the copy, with its path in the bundle. */
+  readonly beforeCopy?: (file: string) => Promise<void>;
+}
+
 /**
- * Verifies `src` (signature and files), copies it to `staged` (a real tree:
- * `src` must be a real directory and holds no links, or verification
- * refuses it), normalises its modes (see normalizeModes), fsyncs it and
- * verifies the copy, without touching what is installed: an upgrade stages
- * the new version and promotes it only once it is proven.
+ * Copies the verified bundle `src` to `staged`, without touching what is
+ * installed: an upgrade stages the new version and promotes it only once it
+ * is proven. What is copied is what was verified, from what was verified:
+ * only the files the manifest lists, each opened beneath `src` without
+ * following a link or blocking (see Beneath), hashed as it is copied and
+ * compared with the manifest; the manifest and signature are written from
+ * the bytes that were checked, not read again. Files get the mode stratum
+ * chooses (0755 when the bundle's file had an execute bit, else 0644; never
+ * setuid or setgid, never writable by others), directories 0755, all inside
+ * a staging directory that stays 0700 until the whole copy matched. Any
+ * failure removes the staging directory. The copy is fsynced before this
+ * returns.
  *
  * `checked`, what this run's preflight already verified of `src`, spares
- * reading the source twice: the copy must then be that very bundle (the
- * same manifest digest), so a carrier that changed the bundle in between,
- * even for another validly signed one, is refused.
+ * reading the source twice: the copy is held to it, so a carrier that
+ * changed the bundle in between, even for another validly signed one, is
+ * refused.
  */
 export async function stageBundle(
   src: string,
   staged: string,
   opts: VerifyOptions = {},
   checked?: Verified,
+  hooks: StageHooks = {},
 ): Promise<Verified> {
   const verified = checked ?? await verifyBundle(src, opts);
   await ensureDir(dirname(staged));
-  await Deno.remove(staged, { recursive: true }).catch(() => {});
-  const { cp } = await import("node:fs/promises");
-  await cp(src, staged, { recursive: true, preserveTimestamps: true });
-  await normalizeModes(staged);
-  await syncTree(staged);
-  await syncDir(dirname(staged));
-  const copy = await verifyBundle(staged, opts);
-  if (copy.manifestDigest !== verified.manifestDigest) {
+  await Deno.remove(staged, { recursive: true }).catch((err) => {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  });
+  try {
+    await copyVerified(src, staged, verified.content, hooks);
+  } catch (err) {
     await Deno.remove(staged, { recursive: true }).catch(() => {});
-    throw new BundleError(
-      "changed",
-      `Bundle ${src} changed while it was installed (manifest sha256 ${verified.manifestDigest} verified, ${copy.manifestDigest} copied): refused`,
-    );
+    await syncDir(dirname(staged)).catch(() => {});
+    if (err instanceof BundleError && (err.fault === "file" || err.fault === "unsafe")) {
+      throw new BundleError(
+        "changed",
+        `Bundle ${src} changed after it was verified (manifest sha256 ${verified.manifestDigest}): ${err.message}: refused, nothing installed`,
+        err.file,
+      );
+    }
+    throw err;
   }
   return verified;
+}
+
+/** The copy of stageBundle; `staged` does not exist yet. */
+async function copyVerified(
+  src: string,
+  staged: string,
+  content: VerifiedContent,
+  hooks: StageHooks,
+): Promise<void> {
+  const { promises, constants } = await import("node:fs");
+  await Deno.mkdir(staged, { mode: 0o700 });
+  await Deno.chmod(staged, 0o700);
+  const dirs = new Set<string>();
+  for (const f of content.listed.keys()) {
+    for (let i = f.indexOf("/"); i > 0; i = f.indexOf("/", i + 1)) dirs.add(f.slice(0, i));
+  }
+  for (const d of [...dirs].sort()) {
+    await Deno.mkdir(join(staged, d), { mode: 0o755 });
+    await Deno.chmod(join(staged, d), 0o755);
+  }
+  const create = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
+  const write = async (f: string, fill: (out: fsp.FileHandle) => Promise<number>) => {
+    const fh = await promises.open(join(staged, f), create, 0o600);
+    try {
+      const mode = await fill(fh);
+      await fh.chmod(mode);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  };
+  await using b = await Beneath.open(src);
+  await eachLimited([...content.listed], hashConcurrency(), async ([f, want]) => {
+    await hooks.beforeCopy?.(f);
+    const from = await b.file(f);
+    try {
+      const exec = ((await from.stat()).mode & 0o111) !== 0;
+      await write(f, async (out) => {
+        let at = 0;
+        const got = await hashHandle(from, async (chunk) => {
+          while (chunk.length > 0) {
+            const { bytesWritten } = await out.write(chunk, 0, chunk.length, at);
+            at += bytesWritten;
+            chunk = chunk.subarray(bytesWritten);
+          }
+        });
+        if (got !== want) {
+          throw new BundleError("file", `Bundle ${src}: ${f} does not match its sha256`, f);
+        }
+        return exec ? 0o755 : 0o644;
+      });
+    } finally {
+      await from.close();
+    }
+  });
+  await write(manifestName, async (out) => {
+    await out.writeFile(content.manifest);
+    return 0o644;
+  });
+  if (content.signature) {
+    const sig = content.signature;
+    await write(signatureName, async (out) => {
+      await out.writeFile(sig);
+      return 0o644;
+    });
+  }
+  await syncTree(staged, { dirsOnly: true });
+  // Whole and matching: now it may be read by the stack's users.
+  await Deno.chmod(staged, 0o755);
+  await syncDir(staged);
+  await syncDir(dirname(staged));
 }
 
 /**

@@ -1,6 +1,10 @@
+import type { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex, sha256Stream } from "../host/sha256.ts";
 import { BundleError } from "./errors.ts";
+
+/** node:fs, loaded at the first hash: most commands never need it. */
+let nodeFs: Promise<typeof import("node:fs")> | undefined;
 
 /** The manifest in each mode directory of a bundle, in `sha256sum` format. */
 export const manifestName = "SHA256SUMS";
@@ -85,26 +89,85 @@ export async function listTree(dir: string): Promise<TreeFile[]> {
 const chunkBytes = 1 << 20;
 
 /**
- * The sha256 of a file, read as a stream in fixed-size chunks. A file that
- * fits in the first chunk is hashed whole by WebCrypto: most of a bundle's
- * files, by count, and the status commands then never load Node's crypto.
+ * The sha256 of a file, read as a stream in fixed-size chunks (see
+ * hashHandle). Opened without following a link or blocking: anything but a
+ * regular file is a BundleError.
  */
 export async function hashFile(path: string): Promise<string> {
-  using f = await Deno.open(path, { read: true });
+  const { constants, promises } = await (nodeFs ??= import("node:fs"));
+  const fh = await promises.open(
+    path,
+    constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK,
+  ).catch((err) => {
+    if ((err as { code?: string }).code === "ELOOP") {
+      throw new BundleError("unsafe", `${path} is a symlink: refused`);
+    }
+    throw err;
+  });
+  try {
+    if (!(await fh.stat()).isFile()) {
+      throw new BundleError("unsafe", `${path} is not a regular file: refused`);
+    }
+    return await hashHandle(fh);
+  } finally {
+    await fh.close();
+  }
+}
+
+/**
+ * The sha256 of what an open file holds from its start, read in
+ * fixed-size chunks. A file that fits in the first chunk is hashed whole by
+ * WebCrypto: most of a bundle's files, by count, and the status commands
+ * then never load Node's crypto. With `sink`, every chunk is also handed
+ * to it as it is hashed (a copy that is checked as it is made).
+ */
+export async function hashHandle(
+  fh: fsp.FileHandle,
+  sink?: (chunk: Uint8Array) => Promise<void>,
+): Promise<string> {
   const buf = new Uint8Array(chunkBytes);
-  let n = await f.read(buf);
-  const first = n ?? 0;
-  // A short first read is not the end: only a read of nothing is.
-  const rest = first > 0 ? await f.read(buf.subarray(first)) : null;
-  if (rest === null) return await sha256Hex(buf.slice(0, first));
-  const h = await sha256Stream();
-  h.update(buf.subarray(0, first + rest));
+  let at = 0;
+  let pos = 0;
+  // A short read is not the end: only a read of nothing is.
   for (;;) {
-    n = await f.read(buf);
-    if (n === null) break;
-    h.update(buf.subarray(0, n));
+    const { bytesRead } = await fh.read(buf, at, buf.length - at, pos);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+    pos += bytesRead;
+    if (at === buf.length) break;
+  }
+  if (at < buf.length) {
+    await sink?.(buf.subarray(0, at));
+    return await sha256Hex(buf.slice(0, at));
+  }
+  const h = await sha256Stream();
+  for (;;) {
+    h.update(buf.subarray(0, at));
+    await sink?.(buf.subarray(0, at));
+    const { bytesRead } = await fh.read(buf, 0, buf.length, pos);
+    if (bytesRead === 0) break;
+    at = bytesRead;
+    pos += bytesRead;
   }
   return h.digest("hex");
+}
+
+/**
+ * Reads an open file whole when it holds at most `max` bytes; undefined
+ * when it holds more (it is read no further than that).
+ */
+export async function readHandle(
+  fh: fsp.FileHandle,
+  max: number,
+): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const buf = new Uint8Array(max + 1);
+  let at = 0;
+  while (at < buf.length) {
+    const { bytesRead } = await fh.read(buf, at, buf.length - at, at);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+  }
+  return at > max ? undefined : buf.slice(0, at);
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time; rejects with the first failure. */

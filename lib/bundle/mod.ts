@@ -42,7 +42,7 @@ export {
   type SigningKey,
   type TrustedKey,
 } from "./signature.ts";
-export { type Verified, verifyBundle, type VerifyOptions } from "./verify.ts";
+export { type Verified, VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
 export { checkSlot, normalizeModes } from "./modes.ts";
 export {
   type BundleIdentity,
@@ -60,4 +60,5 @@ export {
   sizeOf,
   stageBundle,
   stagedPath,
+  type StageHooks,
 } from "./install.ts";

@@ -1,15 +1,14 @@
-import { join } from "node:path";
 import { sha256Hex } from "../host/sha256.ts";
-import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
+import { Beneath } from "./_beneath.ts";
 import { BundleError } from "./errors.ts";
-import { type BundleIdentity, identityName, readIdentity } from "./identity.ts";
+import { type BundleIdentity, identityName, parseIdentity } from "./identity.ts";
 import {
   eachLimited,
   hashConcurrency,
-  hashFile,
-  listTree,
+  hashHandle,
   manifestName,
   parseManifest,
+  readHandle,
   signatureName,
 } from "./manifest.ts";
 import { signer, type TrustedKey } from "./signature.ts";
@@ -17,18 +16,55 @@ import { signer, type TrustedKey } from "./signature.ts";
 /** Bounds on what is read before anything is verified: a manifest line per file, a raw signature. */
 const maxManifestBytes = 16 << 20;
 const maxSignatureBytes = 4096;
+/** Files whose verified bytes are kept (the identity, the stack): parsed from what was hashed. */
+const keptFiles = [identityName, "stack.json"];
+const maxKeptBytes = 1 << 20;
 
-/** A manifest or signature read safely (see host.readSmallFile); unsafe is a BundleError. */
+/** A small file of the bundle, read whole and bounded; undefined when absent. */
 async function small(
-  path: string,
-  max: number,
+  b: Beneath,
   file: string,
+  max: number,
 ): Promise<Uint8Array<ArrayBuffer> | undefined> {
-  try {
-    return await readSmallFile(path, max);
-  } catch (err) {
-    if (err instanceof ErrUnsafeFile) throw new BundleError("unsafe", err.message, file);
-    throw err;
+  if (!(await b.exists(file))) return undefined;
+  const fh = await b.file(file);
+  const got = await readHandle(fh, max).finally(() => fh.close());
+  if (!got) {
+    throw new BundleError(
+      "unsafe",
+      `Bundle ${b.dir}: ${file} is larger than the ${max} bytes allowed: refused`,
+      file,
+    );
+  }
+  return got;
+}
+
+/**
+ * The bytes a verification checked, for whatever this run does next: the
+ * copy is held to `listed` and written from `manifest` and `signature`, and
+ * the identity and stack are parsed from the bytes that were hashed, never
+ * read again from a directory its carrier may change. Left out of JSON.
+ */
+export class VerifiedContent {
+  readonly manifest: Uint8Array<ArrayBuffer>;
+  readonly signature: Uint8Array<ArrayBuffer> | undefined;
+  /** Path → sha256 hex, as the manifest lists them. */
+  readonly listed: ReadonlyMap<string, string>;
+  /** BUNDLE.json and stack.json as hashed, when the bundle has them. */
+  readonly kept: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
+  constructor(o: {
+    manifest: Uint8Array<ArrayBuffer>;
+    signature: Uint8Array<ArrayBuffer> | undefined;
+    listed: ReadonlyMap<string, string>;
+    kept: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
+  }) {
+    this.manifest = o.manifest;
+    this.signature = o.signature;
+    this.listed = o.listed;
+    this.kept = o.kept;
+  }
+  toJSON(): undefined {
+    return undefined;
   }
 }
 
@@ -45,6 +81,8 @@ export interface VerifyOptions {
    * whose signature was checked must have a BUNDLE.json (fail closed).
    */
   readonly mode?: string;
+  /** A seam for tests of the carrier's races: called after each listed file was read and hashed. */
+  readonly afterHash?: (file: string) => Promise<void>;
 }
 
 /** What a verified bundle is. */
@@ -59,6 +97,8 @@ export interface Verified {
   readonly identity?: BundleIdentity;
   /** Accepted, but the operator should know: unsigned, or signed with nothing to check it against. */
   readonly warnings: readonly string[];
+  /** What was checked, byte for byte (not part of a JSON report). */
+  readonly content: VerifiedContent;
 }
 
 /**
@@ -68,7 +108,10 @@ export interface Verified {
  * several at once. Refuses, naming the bundle and the file or key: no
  * manifest, a malformed line or one leaving the bundle, a symlink or device,
  * a file missing, not listed or altered; with trusted keys, no signature or
- * one no trusted key made.
+ * one no trusted key made. Every file is opened beneath the bundle's
+ * directory without following a link or blocking (see Beneath), and each
+ * small file that decides something (manifest, signature, BUNDLE.json,
+ * stack.json) is read once: what is parsed is what was hashed.
  */
 export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promise<Verified> {
   const trust = opts.trust ?? [];
@@ -86,7 +129,8 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
       manifestName,
     );
   }
-  const manifest = await small(join(dir, manifestName), maxManifestBytes, manifestName);
+  await using b = await Beneath.open(dir);
+  const manifest = await small(b, manifestName, maxManifestBytes);
   if (!manifest) {
     throw new BundleError(
       "manifest",
@@ -94,7 +138,7 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
       manifestName,
     );
   }
-  const sig = await small(join(dir, signatureName), maxSignatureBytes, signatureName);
+  const sig = await small(b, signatureName, maxSignatureBytes);
 
   const warnings: string[] = [];
   let keyId: string | undefined;
@@ -132,7 +176,7 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   }
 
   const listed = parseManifest(new TextDecoder().decode(manifest), dir);
-  const tree = await listTree(dir);
+  const tree = await b.list();
   const found = new Map(tree.map((f) => [f.path, f.size]));
   for (const f of tree) {
     if (f.path !== manifestName && f.path !== signatureName && !listed.has(f.path)) {
@@ -142,16 +186,29 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   for (const f of listed.keys()) {
     if (!found.has(f)) throw new BundleError("file", `Bundle ${dir}: ${f} is missing`, f);
   }
+  const kept = new Map<string, Uint8Array<ArrayBuffer>>();
   await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
-    if ((await hashFile(join(dir, f))) !== want) {
+    let got: string;
+    if (keptFiles.includes(f)) {
+      const bytes = (await small(b, f, maxKeptBytes))!;
+      got = await sha256Hex(bytes);
+      kept.set(f, bytes);
+    } else {
+      const fh = await b.file(f);
+      got = await hashHandle(fh).finally(() => fh.close());
+    }
+    if (got !== want) {
       throw new BundleError("file", `Bundle ${dir}: ${f} does not match its sha256`, f);
     }
+    await opts.afterHash?.(f);
   });
   let bytes = 0;
   for (const f of listed.keys()) bytes += found.get(f)!;
-  // The identity is read only now, after every file (BUNDLE.json among them)
-  // matched the manifest the signature covers.
-  const identity = await readIdentity(dir);
+  // The identity is the bytes that matched the manifest the signature
+  // covers: one read, so it cannot say one thing to the hash and another to
+  // the version check.
+  const idBytes = kept.get(identityName);
+  const identity = idBytes && parseIdentity(idBytes, dir);
   if (!identity && keyId) {
     throw new BundleError(
       "manifest",
@@ -176,5 +233,6 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
     ...(keyId ? { keyId } : {}),
     ...(identity ? { identity } : {}),
     warnings,
+    content: new VerifiedContent({ manifest, signature: sig, listed, kept }),
   };
 }

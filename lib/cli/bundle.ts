@@ -136,7 +136,7 @@ export function bundleGroup() {
               const v = await bundle.verifyBundle(await modeDir(mode), { ...policy, mode });
               // What the stack declares is checked too: a bad state entry or
               // an unknown field refuses the bundle here, not on a node.
-              await isolation.readStack(join(dir, mode));
+              node.stackOf(v, join(dir, mode));
               verified.push({ mode, ...v });
             } catch (err) {
               if (!(err instanceof bundle.BundleError || err instanceof isolation.ErrBadStack)) {

@@ -40,6 +40,9 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
         "rotation (rollout), and move a live node between isolation modes (migrate).",
     )
     .version(versionLine(), "--version", "print the version and the commit it was built from")
+    // The program's options only before a command: `bundle make DIR --version V`
+    // is the subcommand's --version, never the program's.
+    .enablePositionalOptions()
     .exitOverride()
     .showSuggestionAfterError(true)
     .configureOutput({

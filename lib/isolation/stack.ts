@@ -37,9 +37,23 @@ export class ErrBadStack extends Error {
 /** Reads and checks `stack.json` in `dir` (a bundle's mode directory or a slot). */
 export async function readStack(dir: string): Promise<Stack> {
   const path = join(dir, "stack.json");
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    throw new ErrBadStack(`Cannot read ${path}: ${err instanceof Error ? err.message : err}`);
+  }
+  return parseStack(text, path);
+}
+
+/**
+ * Checks the text of a `stack.json` (`path` names it in errors): what a
+ * bundle's verification kept is parsed, never the carrier's file again.
+ */
+export function parseStack(text: string, path: string): Stack {
   let o: Record<string, unknown>;
   try {
-    o = JSON.parse(await Deno.readTextFile(path));
+    o = JSON.parse(text);
   } catch (err) {
     throw new ErrBadStack(`Cannot read ${path}: ${err instanceof Error ? err.message : err}`);
   }

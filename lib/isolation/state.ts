@@ -4,13 +4,7 @@
 // starts silently on an empty or foreign directory.
 
 import { join, normalize } from "node:path";
-import {
-  ensureDir,
-  type HostPaths,
-  removeTreeDurable,
-  syncDir,
-  writeFileDurable,
-} from "../host/mod.ts";
+import { ensureDir, type HostPaths, syncDir, writeFileDurable } from "../host/mod.ts";
 
 /** The file stratum writes into each state directory: whose data it is. */
 export const stateMarkerName = ".stratum-state.json";
@@ -216,11 +210,71 @@ export async function claimState(
   }
 }
 
-/** Removes state directories whole (reprovision's `--wipe-state`). */
+/**
+ * Empties state directories (reprovision's `--wipe-state`): everything in
+ * each is removed and the directory itself stays, so a data disk mounted
+ * there is emptied, not unmounted or failed on (EBUSY); the bootstrap then
+ * claims it, empty. A missing directory is nothing to wipe.
+ */
 export async function wipeState(paths: HostPaths, state: readonly string[]): Promise<void> {
+  await checkWipe(paths, state);
+  for (const p of state) {
+    const dir = paths.at(p);
+    const entries: string[] = [];
+    try {
+      for await (const e of Deno.readDir(dir)) entries.push(e.name);
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) continue;
+      throw err;
+    }
+    for (const name of entries) await Deno.remove(join(dir, name), { recursive: true });
+    await syncDir(dir);
+  }
+}
+
+/**
+ * Finds what would stop a wipe half-way, before anything is destroyed: a
+ * state path through a symlink, one that is not a directory, a file system
+ * mounted below it (it cannot be removed: EBUSY), or a directory root cannot
+ * write (a read-only mount). Throws ErrState naming the path.
+ */
+export async function checkWipe(paths: HostPaths, state: readonly string[]): Promise<void> {
   for (const p of state) {
     await checkNoLinks(paths, p);
-    await removeTreeDurable(paths.at(p));
+    const dir = paths.at(p);
+    const top = await Deno.lstat(dir).catch(() => undefined);
+    if (!top) continue;
+    if (!top.isDirectory) {
+      throw new ErrState(p, `State path ${p} is not a directory: --wipe-state cannot empty it`);
+    }
+    const walk = async (d: string): Promise<void> => {
+      for await (const e of Deno.readDir(d)) {
+        if (!e.isDirectory) continue;
+        const sub = join(d, e.name);
+        if ((await Deno.lstat(sub)).dev !== top.dev) {
+          throw new ErrState(
+            p,
+            `State directory ${p} has a file system mounted at ${
+              join(p, sub.slice(dir.length))
+            }: unmount it before --wipe-state (nothing was wiped)`,
+          );
+        }
+        await walk(sub);
+      }
+    };
+    await walk(dir);
+    const probe = join(dir, `.stratum-wipe-check-${Deno.pid}`);
+    try {
+      await Deno.writeFile(probe, new Uint8Array(), { createNew: true, mode: 0o600 });
+      await Deno.remove(probe);
+    } catch (err) {
+      throw new ErrState(
+        p,
+        `State directory ${p} cannot be written (${
+          err instanceof Error ? err.message : err
+        }): --wipe-state cannot empty it (nothing was wiped)`,
+      );
+    }
   }
 }
 

@@ -8,6 +8,9 @@ import * as migrate from "../migrate/mod.ts";
  * - `kill-after-record:STEP` — the process SIGKILLs itself right after STEP
  *   is durably written to the journal;
  * - `fail-record:STEP` — writing STEP fails, as a full disk would;
+ * - `hang-after-record:STEP` — right after STEP is written the process
+ *   never goes on and ignores its abort signal, as a call stuck in the
+ *   kernel would (for the SIGTERM backstop in main.ts);
  * - `kill-after-install:STEP` — `node install` SIGKILLs itself right after
  *   its step STEP (see InstallStep), for `installFailpoint`.
  */
@@ -17,12 +20,12 @@ export function withFailpoint(
   kill: () => void,
 ): NonNullable<migrate.InPlaceSpec["record"]> {
   if (!failpoint || failpoint.startsWith("kill-after-install:")) return record;
-  const m = /^(kill-after-record|fail-record):([a-z-]+)$/.exec(failpoint);
+  const m = /^(kill-after-record|fail-record|hang-after-record):([a-z-]+)$/.exec(failpoint);
   if (!m) {
     throw new Error(
       `STRATUM_FAILPOINT ${
         JSON.stringify(failpoint)
-      } is not kill-after-record:STEP or fail-record:STEP`,
+      } is not kill-after-record:STEP, fail-record:STEP or hang-after-record:STEP`,
     );
   }
   const [, kind, at] = m;
@@ -32,6 +35,10 @@ export function withFailpoint(
     if (kind === "kill-after-record" && step === at) {
       kill();
       await new Promise(() => {}); // the kill is asynchronous; never go on
+    }
+    // A timer keeps the event loop alive, as a pending call in the kernel would.
+    if (kind === "hang-after-record" && step === at) {
+      await new Promise(() => setInterval(() => {}, 1 << 30));
     }
   };
 }

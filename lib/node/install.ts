@@ -3,7 +3,7 @@ import * as bundle from "../bundle/mod.ts";
 import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
-import { bundlePolicy } from "./preflight.ts";
+import { bundlePolicy, stackOf } from "./preflight.ts";
 import { waitReady } from "./in_place_hooks.ts";
 
 /** What `stratum node install` needs. */
@@ -91,10 +91,10 @@ export async function install(o: InstallOptions): Promise<Installed> {
     : join(o.bundle, o.mode);
   const policy = await bundlePolicy(paths, o.requireSignature === true, o.mode);
   const verified = await bundle.verifyBundle(src, policy);
-  const digest = (await bundleDigest(src))!;
+  const digest = verified.manifestDigest;
   // Bad state entries, or a state directory that holds another node's or
   // unmarked data, are refused here, before anything changes.
-  const stack = await isolation.readStack(src);
+  const stack = stackOf(verified, src);
   const state = await isolation.planState(paths, stack.state, await isolation.readIdentity(paths));
   const base = {
     mode: o.mode,

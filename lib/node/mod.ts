@@ -36,6 +36,7 @@ export {
   freeSpace,
   preflight,
   type PreflightInput,
+  stackOf,
 } from "./preflight.ts";
 export {
   ErrNotReady,

@@ -105,7 +105,7 @@ export async function preflight(
       `Bundle version ${verified.identity.version} is older than the ${running.version} this node runs: pass --allow-downgrade to go back on purpose`,
     );
   }
-  const state = await planTargetState(input);
+  const state = await planTargetState(input, verified);
   const target = isolation.otherSlot(input.sourceSlot);
   const units = await isolation.unitsOf(paths, target);
   const slotDir = paths.slot(target);
@@ -134,6 +134,18 @@ export async function preflight(
   };
 }
 
+/**
+ * The stack a verified bundle declares, parsed from the stack.json bytes
+ * its verification hashed (`dir` names it in errors): the carrier's
+ * directory is not read again.
+ */
+export function stackOf(verified: bundle.Verified, dir: string): isolation.Stack {
+  const path = join(dir, "stack.json");
+  const bytes = verified.content.kept.get("stack.json");
+  if (!bytes) throw new isolation.ErrBadStack(`Cannot read ${path}: the bundle has no stack.json`);
+  return isolation.parseStack(new TextDecoder().decode(bytes), path);
+}
+
 /** What happens to one state directory of the target before it starts. */
 export interface StatePlan {
   readonly path: string;
@@ -147,10 +159,13 @@ export interface StatePlan {
  * that runs now. A directory the source declares but that is missing, empty
  * or foreign is refused: the target would start without the node's data.
  */
-async function planTargetState(input: PreflightInput): Promise<StatePlan[]> {
+async function planTargetState(
+  input: PreflightInput,
+  verified: bundle.Verified,
+): Promise<StatePlan[]> {
   const { paths } = input;
   try {
-    const stack = await isolation.readStack(input.bundleModeDir);
+    const stack = stackOf(verified, input.bundleModeDir);
     const source = await isolation.readStack(paths.slot(input.sourceSlot)).then(
       (s) => s.state,
       () => [] as readonly string[],

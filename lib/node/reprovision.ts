@@ -3,7 +3,7 @@ import * as isolation from "../isolation/mod.ts";
 import type * as migrate from "../migrate/mod.ts";
 import type { SelfCommand } from "./boot_unit.ts";
 import { install } from "./install.ts";
-import { wipeRequested } from "./wipe_state.ts";
+import { checkRequestedWipe, wipeRequested } from "./wipe_state.ts";
 
 /** What a reprovision of this node needs. */
 export interface ReprovisionOptions {
@@ -31,6 +31,8 @@ export function reprovisionSpec(o: ReprovisionOptions): migrate.ReprovisionSpec 
   const log = o.log ?? (() => {});
   return {
     reset: async (signal) => {
+      // A wipe that cannot finish is found before a slot is destroyed.
+      await checkRequestedWipe(paths, o.migrationId);
       for (const slot of ["a", "b"] as const) {
         log(`reset: destroying slot ${slot}`);
         await isolation.backendFor(o.from, { paths, systemctl }).destroy(

@@ -8,7 +8,7 @@ import { appliedNode, requireNoJournal } from "./applied.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { ErrBadRequest } from "./errors.ts";
 import { type LockOptions, withLock } from "./lock.ts";
-import { bundlePolicy, preflight } from "./preflight.ts";
+import { bundlePolicy, preflight, stackOf } from "./preflight.ts";
 import { dropWipeRequest, requestWipe } from "./wipe_state.ts";
 
 /** The handoff's transient unit: one fixed name, so systemd itself refuses a second. */
@@ -57,6 +57,7 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
     await requireNoJournal(paths);
     const current = await appliedNode(paths);
     if (current.mode === o.to) throw new ErrBadRequest(`This node already runs in ${o.to} mode`);
+    let wipe: string[] | undefined;
     try {
       const checked = await preflight({
         paths,
@@ -68,6 +69,22 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
         ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
       });
       for (const w of checked.warnings) o.log(`warning: ${w}`);
+      if (o.wipeState) {
+        // What the source and the target keep: the reset empties it, before
+        // the bootstrap claims it. A wipe that could not finish (a mount
+        // below it, a read-only disk) is refused now, before anything is
+        // destroyed.
+        const source = await isolation.readStack(paths.slot(current.slot)).then(
+          (s) => s.state,
+          () => [] as readonly string[],
+        );
+        const target = stackOf(
+          checked.verified,
+          o.bundle ? `${o.bundle}/${o.to}` : paths.bundle(o.to),
+        ).state;
+        wipe = [...new Set([...source, ...target])];
+        await isolation.checkWipe(paths, wipe);
+      }
       if (o.bundle) {
         o.log(`download: copying ${o.bundle}/${o.to} to ${paths.bundle(o.to)} and verifying it`);
         await bundle.installBundle(
@@ -81,19 +98,9 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
       throw new ErrReprovisionRefused(messageOf(err), { cause: err });
     }
     const startedAt = new Date();
-    if (o.wipeState) {
-      // What the source and the target keep: the reset wipes it, before the
-      // bootstrap makes it anew, empty and marked.
-      const source = await isolation.readStack(paths.slot(current.slot)).then(
-        (s) => s.state,
-        () => [],
-      );
-      const target = await isolation.readStack(paths.bundle(o.to)).then((s) => s.state, () => []);
-      const state = [...new Set([...source, ...target])];
-      o.log(
-        `wipe-state: the reset will remove ${state.join(", ") || "nothing (no state declared)"}`,
-      );
-      await requestWipe(paths, startedAt.toISOString(), state);
+    if (wipe) {
+      o.log(`wipe-state: the reset will empty ${wipe.join(", ") || "nothing (no state declared)"}`);
+      await requestWipe(paths, startedAt.toISOString(), wipe);
     }
     const store = new migrate.JournalStore(paths.journal);
     const journal = await store.save({

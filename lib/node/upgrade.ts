@@ -46,7 +46,9 @@ export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
       modeDir,
       await bundlePolicy(paths, o.requireSignature === true, current.mode),
     );
-    const digest = (await bundleDigest(modeDir))!;
+    // The digest of what was verified: the carrier's directory is not read
+    // again (a FIFO planted there would hang root while it holds the lock).
+    const digest = verified.manifestDigest;
     if (digest === (await bundleDigest(paths.slot(current.slot)))) {
       o.log(`upgrade: slot ${current.slot} already runs bundle ${digest}; nothing to do`);
       return { alreadyInstalled: true, mode: current.mode, digest };

@@ -23,6 +23,31 @@ export async function requestWipe(
   );
 }
 
+/** The paths this migration's request names; empty when there is none of its own. */
+async function requested(paths: host.HostPaths, migrationId: string): Promise<readonly string[]> {
+  let req: { migration?: unknown; state?: unknown } | undefined;
+  try {
+    req = JSON.parse(await Deno.readTextFile(paths.wipeRequest));
+  } catch {
+    return []; // none, or unreadable: not a request anyone can act on
+  }
+  return req?.migration === migrationId && Array.isArray(req.state) &&
+      isolation.stateListProblem(req.state) === undefined
+    ? req.state as string[]
+    : [];
+}
+
+/**
+ * Throws (ErrState) when the wipe this migration asked for could not finish
+ * (see isolation.checkWipe): the reset calls it before it destroys a slot.
+ */
+export async function checkRequestedWipe(
+  paths: host.HostPaths,
+  migrationId: string,
+): Promise<void> {
+  await isolation.checkWipe(paths, await requested(paths, migrationId));
+}
+
 /**
  * Wipes what the request of migration `migrationId` names, if there is one,
  * then removes any request. Returns the wiped paths. Idempotent: after a
@@ -32,21 +57,8 @@ export async function wipeRequested(
   paths: host.HostPaths,
   migrationId: string,
 ): Promise<readonly string[]> {
-  let req: { migration?: unknown; state?: unknown } | undefined;
-  try {
-    req = JSON.parse(await Deno.readTextFile(paths.wipeRequest));
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return [];
-    req = undefined; // unreadable: not a request anyone can act on
-  }
-  let wiped: readonly string[] = [];
-  if (
-    req?.migration === migrationId && Array.isArray(req.state) &&
-    isolation.stateListProblem(req.state) === undefined
-  ) {
-    wiped = req.state as string[];
-    await isolation.wipeState(paths, wiped);
-  }
+  const wiped = await requested(paths, migrationId);
+  if (wiped.length > 0) await isolation.wipeState(paths, wiped);
   await host.removeFileDurable(paths.wipeRequest);
   return wiped;
 }

@@ -16,16 +16,9 @@ import { Node } from "./support/sandbox_node.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
 import { scratchDir } from "./support/scratch.ts";
+import { lacking } from "../scripts/packages.ts";
 
-const noAnsible = (() => {
-  try {
-    const o = new Deno.Command("ansible-playbook", { args: ["--version"], stdout: "null" })
-      .outputSync();
-    return o.success ? undefined : "ansible-playbook --version failed";
-  } catch {
-    return "ansible-playbook is not installed (Debian package ansible)";
-  }
-})();
+const noAnsible = lacking("ansible");
 const why = noAnsible ?? nspawnUnavailable ?? noKubectl;
 if (why) console.error(`ansible tests are skipped: ${why}`);
 

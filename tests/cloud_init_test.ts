@@ -10,21 +10,10 @@ import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
 import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
 import { makeSigningKey, noOpenssl } from "./support/tls.ts";
+import { lacking } from "../scripts/packages.ts";
 
 const example = join(repoRoot, "examples/cloud-init/user-data.yaml");
-const noCloudInit = (() => {
-  try {
-    const o = new Deno.Command("cloud-init", {
-      args: ["--version"],
-      stdout: "null",
-      stderr: "null",
-    })
-      .outputSync();
-    return o.success ? undefined : "cloud-init --version failed";
-  } catch {
-    return "cloud-init is not installed (Debian package cloud-init)";
-  }
-})();
+const noCloudInit = lacking("cloud-init");
 if (noCloudInit) console.error(`cloud-init tests are skipped: ${noCloudInit}`);
 
 Deno.test({

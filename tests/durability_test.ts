@@ -13,11 +13,9 @@ import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
 import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
 import { parseTrace } from "./support/syscall_trace.ts";
+import { lacking } from "../scripts/packages.ts";
 
-const straceMissing = await new Deno.Command("strace", { args: ["-V"] }).output().then(
-  () => undefined,
-  () => "strace is not installed",
-);
+const straceMissing = lacking("strace");
 const why = nspawnUnavailable ?? straceMissing;
 if (why) console.error(`durability tests are skipped: ${why}`);
 

@@ -15,18 +15,11 @@ import {
 } from "../lib/host/durable_file.ts";
 import { assert, assertEquals, assertRejects } from "./support/assert.ts";
 import { parseTrace } from "./support/syscall_trace.ts";
+import { lacking } from "../scripts/packages.ts";
 
 const ops = new URL("./support/tree_ops.ts", import.meta.url).pathname;
 
-const noStrace = (() => {
-  try {
-    return new Deno.Command("strace", { args: ["-V"], stdout: "null" }).outputSync().success
-      ? undefined
-      : "strace -V failed";
-  } catch {
-    return "strace is not installed";
-  }
-})();
+const noStrace = lacking("strace");
 
 /** The calls `op DIR` makes, traced. */
 async function traced(op: string, dir: string) {

@@ -18,11 +18,9 @@ import { EtcdWatch, getKeys, keyNames, putKeys } from "./support/etcd.ts";
 import { nspawnUnavailable } from "./support/sandbox.ts";
 import { type Mode, Node } from "./support/sandbox_node.ts";
 import { journalSteps, readStepTable } from "./support/step_table.ts";
+import { lacking } from "../scripts/packages.ts";
 
-const etcdMissing = await Deno.stat("/usr/bin/etcd").then(
-  () => undefined,
-  () => "/usr/bin/etcd is not installed (Debian package etcd-server)",
-);
+const etcdMissing = lacking("etcd-server") ?? lacking("etcd-client");
 const skip = nspawnUnavailable ?? etcdMissing;
 if (skip) console.error(`node state (etcd) tests are skipped: ${skip}`);
 const ignore = skip !== undefined;

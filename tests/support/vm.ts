@@ -11,23 +11,16 @@
 
 import { join } from "node:path";
 import { repoRoot } from "./sandbox.ts";
+import { lacking } from "../../scripts/packages.ts";
 
 const buildScript = new URL("./vm/build.sh", import.meta.url).pathname;
 
 /** Why VM tests cannot run here, or undefined. */
 export const vmUnavailable: string | undefined = await (async () => {
   if (Deno.uid() !== 0) return "the VM image build needs root (mmdebstrap --mode=root)";
-  for (
-    const [bin, pkg] of [
-      ["qemu-system-x86_64", "qemu-system-x86"],
-      ["mmdebstrap", "mmdebstrap"],
-      ["busybox", "busybox-static"],
-      ["cpio", "cpio"],
-      ["depmod", "kmod"],
-    ]
-  ) {
-    const found = await new Deno.Command("sh", { args: ["-c", `command -v ${bin}`] }).output();
-    if (!found.success) return `${bin} is not installed (Debian package ${pkg})`;
+  for (const pkg of ["qemu-system-x86", "mmdebstrap", "busybox-static", "cpio", "kmod"]) {
+    const why = lacking(pkg);
+    if (why) return why;
   }
   return undefined;
 })();

@@ -1,7 +1,7 @@
 import type { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ensureDir, syncDir, syncTree } from "../host/durable_file.ts";
-import { Beneath } from "./_beneath.ts";
+import { BundleReader } from "./_reader.ts";
 import { BundleError } from "./errors.ts";
 import {
   eachLimited,
@@ -65,9 +65,9 @@ export interface StageHooks {
  * Copies the verified bundle `src` to `staged`, without touching what is
  * installed: an upgrade stages the new version and promotes it only once it
  * is proven. What is copied is what was verified, from what was verified:
- * only the files the manifest lists, each opened beneath `src` without
- * following a link or blocking (see Beneath), hashed as it is copied and
- * compared with the manifest; the manifest and signature are written from
+ * only the files the manifest lists, each opened without following a link or
+ * blocking and checked to be the inode that was hashed (see BundleReader),
+ * hashed again as it is copied and compared with the manifest; the manifest and signature are written from
  * the bytes that were checked, not read again. Files get the mode stratum
  * chooses (0755 when the bundle's file had an execute bit, else 0644; never
  * setuid or setgid, never writable by others), directories 0755, all inside
@@ -100,7 +100,7 @@ export async function stageBundle(
     if (err instanceof BundleError && (err.fault === "file" || err.fault === "unsafe")) {
       throw new BundleError(
         "changed",
-        `Bundle ${src} changed after it was verified (manifest sha256 ${verified.manifestDigest}): ${err.message}: refused, nothing installed`,
+        `Bundle ${src} changed after it was verified (manifest sha256 ${verified.manifestDigest}): ${err.message}; nothing installed`,
         err.file,
       );
     }
@@ -138,10 +138,10 @@ async function copyVerified(
       await fh.close();
     }
   };
-  await using b = await Beneath.open(src);
+  const b = await BundleReader.open(src);
   await eachLimited([...content.listed], hashConcurrency(), async ([f, want]) => {
     await hooks.beforeCopy?.(f);
-    const from = await b.file(f);
+    const from = await b.file(f, content.inodes.get(f));
     try {
       const exec = ((await from.stat()).mode & 0o111) !== 0;
       await write(f, async (out) => {

@@ -1,5 +1,5 @@
 import { sha256Hex } from "../host/sha256.ts";
-import { Beneath } from "./_beneath.ts";
+import { BundleReader, type Inode } from "./_reader.ts";
 import { BundleError } from "./errors.ts";
 import { type BundleIdentity, identityName, parseIdentity } from "./identity.ts";
 import {
@@ -22,12 +22,18 @@ const maxKeptBytes = 1 << 20;
 
 /** A small file of the bundle, read whole and bounded; undefined when absent. */
 async function small(
-  b: Beneath,
+  b: BundleReader,
   file: string,
   max: number,
+  read?: Map<string, Inode>,
 ): Promise<Uint8Array<ArrayBuffer> | undefined> {
   if (!(await b.exists(file))) return undefined;
   const fh = await b.file(file);
+  const st = await fh.stat().catch(async (err) => {
+    await fh.close();
+    throw err;
+  });
+  read?.set(file, { dev: st.dev, ino: st.ino });
   const got = await readHandle(fh, max).finally(() => fh.close());
   if (!got) {
     throw new BundleError(
@@ -52,16 +58,20 @@ export class VerifiedContent {
   readonly listed: ReadonlyMap<string, string>;
   /** BUNDLE.json and stack.json as hashed, when the bundle has them. */
   readonly kept: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
+  /** Each listed file's inode, as hashed: the copy must open that very file. */
+  readonly inodes: ReadonlyMap<string, Inode>;
   constructor(o: {
     manifest: Uint8Array<ArrayBuffer>;
     signature: Uint8Array<ArrayBuffer> | undefined;
     listed: ReadonlyMap<string, string>;
     kept: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
+    inodes: ReadonlyMap<string, Inode>;
   }) {
     this.manifest = o.manifest;
     this.signature = o.signature;
     this.listed = o.listed;
     this.kept = o.kept;
+    this.inodes = o.inodes;
   }
   toJSON(): undefined {
     return undefined;
@@ -108,8 +118,8 @@ export interface Verified {
  * several at once. Refuses, naming the bundle and the file or key: no
  * manifest, a malformed line or one leaving the bundle, a symlink or device,
  * a file missing, not listed or altered; with trusted keys, no signature or
- * one no trusted key made. Every file is opened beneath the bundle's
- * directory without following a link or blocking (see Beneath), and each
+ * one no trusted key made. Every file is opened without following a link or
+ * blocking and must be the inode the listing saw (see BundleReader), and each
  * small file that decides something (manifest, signature, BUNDLE.json,
  * stack.json) is read once: what is parsed is what was hashed.
  */
@@ -129,8 +139,9 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
       manifestName,
     );
   }
-  await using b = await Beneath.open(dir);
-  const manifest = await small(b, manifestName, maxManifestBytes);
+  const b = await BundleReader.open(dir);
+  const read = new Map<string, Inode>();
+  const manifest = await small(b, manifestName, maxManifestBytes, read);
   if (!manifest) {
     throw new BundleError(
       "manifest",
@@ -138,7 +149,7 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
       manifestName,
     );
   }
-  const sig = await small(b, signatureName, maxSignatureBytes);
+  const sig = await small(b, signatureName, maxSignatureBytes, read);
 
   const warnings: string[] = [];
   let keyId: string | undefined;
@@ -185,6 +196,13 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   }
   for (const f of listed.keys()) {
     if (!found.has(f)) throw new BundleError("file", `Bundle ${dir}: ${f} is missing`, f);
+  }
+  // The manifest and signature checked are the ones the listing saw.
+  for (const [f, was] of read) {
+    const now = b.inodes.get(f);
+    if (now?.dev !== was.dev || now.ino !== was.ino) {
+      throw new BundleError("unsafe", `Bundle ${dir}: ${f} changed while it was verified`, f);
+    }
   }
   const kept = new Map<string, Uint8Array<ArrayBuffer>>();
   await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
@@ -233,6 +251,12 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
     ...(keyId ? { keyId } : {}),
     ...(identity ? { identity } : {}),
     warnings,
-    content: new VerifiedContent({ manifest, signature: sig, listed, kept }),
+    content: new VerifiedContent({
+      manifest,
+      signature: sig,
+      listed,
+      kept,
+      inodes: new Map([...listed.keys()].map((f) => [f, b.inodes.get(f)!])),
+    }),
   };
 }

@@ -8,6 +8,10 @@
 // kubectl are printed. Other artifacts (an older build) can be given to
 // compare them in the same run; each is unpacked once before timing.
 //
+// With STRATUM_BENCH_BUNDLE_MIB=N the installed bundle carries N MiB more
+// (one file), so `node status` (the cheap check) and `node status --verify`
+// (every file hashed) show what the bundle's size costs each.
+//
 // Run: scripts/compile x86_64 && deno task bench:start [RUNS] [ARTIFACT...]
 import { join } from "node:path";
 import { makeBundle } from "../tests/support/bundle.ts";
@@ -25,6 +29,15 @@ await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
 const scratch = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bench-" });
 try {
   const bundle = await makeBundle(scratch);
+  const mib = Number(Deno.env.get("STRATUM_BENCH_BUNDLE_MIB") ?? "0");
+  if (mib > 0) {
+    const { makeManifest } = await import("../lib/bundle/mod.ts");
+    const f = await Deno.open(join(bundle, "host/payload.bin"), { write: true, create: true });
+    const chunk = crypto.getRandomValues(new Uint8Array(1 << 16));
+    for (let i = 0; i < mib * 16; i++) await f.write(chunk);
+    f.close();
+    await makeManifest(join(bundle, "host"));
+  }
   await using sb = await Sandbox.start();
   const install = await sb.exec([
     bins[0]!,
@@ -38,7 +51,13 @@ try {
   ]]];
   for (const [i, bin] of bins.entries()) {
     const tag = bins.length > 1 ? ` [${i}]` : "";
-    for (const args of [["--version"], ["migrate", "status"], ["node", "status"]]) {
+    for (
+      const args of [["--version"], ["migrate", "status"], ["node", "status"], [
+        "node",
+        "status",
+        "--verify",
+      ]]
+    ) {
       cases.push([`stratum ${args.join(" ")}${tag}`, [bin, ...args]]);
     }
   }
@@ -62,7 +81,9 @@ print(json.dumps(times))
   const times: Record<string, number[]> = JSON.parse(r.stdout);
   const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
   const kubectl = med(times["kubectl version --client"]!);
-  console.log(`medians of ${runs} interleaved rounds on an installed node (host mode):`);
+  console.log(
+    `medians of ${runs} interleaved rounds on an installed node (host mode, bundle + ${mib} MiB):`,
+  );
   for (const [i, bin] of bins.entries()) {
     if (bins.length > 1) console.log(`  [${i}] ${bin}`);
   }

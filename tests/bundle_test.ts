@@ -370,3 +370,61 @@ Deno.test("hashFile is sha256sum's digest, whole or streamed, at every size arou
     await Deno.remove(dir, { recursive: true });
   }
 });
+
+Deno.test("an installed copy's cheap check: signature, sizes and modes, no hash (node status without --verify)", async () => {
+  const tmp = await Deno.makeTempDir();
+  const src = await makeBundle(join(tmp, "bundle"));
+  const dest = join(tmp, "bundles/host");
+  await bundle.installBundle(join(src, "host"), dest);
+  const dir = await bundle.installedDir(dest);
+  const ok = await bundle.checkInstalled(dir);
+  assertEquals(
+    ok.manifestDigest,
+    (await bundle.verifyBundle(dir, { installed: true })).manifestDigest,
+  );
+  // A byte changed in place, size kept: only the full check sees it.
+  const py = join(dir, "stack/stack.py");
+  const text = await Deno.readTextFile(py);
+  await Deno.writeTextFile(py, text.replace("import", "imporT"));
+  await bundle.checkInstalled(dir);
+  await assertRejects(
+    () => bundle.verifyBundle(dir, { installed: true }),
+    (e) => e instanceof bundle.BundleError && e.file === "stack/stack.py",
+  );
+  // A size or a mode that is not what was installed: the cheap check refuses.
+  await Deno.writeTextFile(py, text + "\n");
+  await assertRejects(
+    () => bundle.checkInstalled(dir),
+    (e) => e instanceof bundle.BundleError && e.file === "stack/stack.py",
+  );
+  await Deno.writeTextFile(py, text);
+  const mode = (await Deno.stat(py)).mode! & 0o777;
+  await Deno.chmod(py, 0o4755);
+  await assertRejects(
+    () => bundle.checkInstalled(dir),
+    (e) => e instanceof bundle.BundleError && e.message.includes("mode 4755"),
+  );
+  await Deno.chmod(py, mode);
+  await bundle.checkInstalled(dir);
+  // A missing listed file, and BUNDLE.json or stack.json altered (they are hashed: small).
+  const json = join(dir, "stack.json");
+  const stack = await Deno.readTextFile(json);
+  await Deno.writeTextFile(json, stack.replace("{", "["));
+  await assertRejects(
+    () => bundle.checkInstalled(dir),
+    (e) => e instanceof bundle.BundleError && e.file === "stack.json",
+  );
+  await Deno.writeTextFile(json, stack);
+  await Deno.rename(py, `${py}.gone`);
+  await assertRejects(
+    () => bundle.checkInstalled(dir),
+    (e) => e instanceof bundle.BundleError && e.message.includes("is missing"),
+  );
+  await Deno.rename(`${py}.gone`, py);
+  // A carrier's bundle is never taken with a record it brought.
+  await Deno.writeTextFile(join(src, "host", bundle.recordName), "{}");
+  await assertRejects(
+    () => bundle.verifyBundle(join(src, "host")),
+    (e) => e instanceof bundle.BundleError && e.file === bundle.recordName,
+  );
+});

@@ -2,6 +2,7 @@ import type { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ensureDir, syncDir, syncTree } from "../host/durable_file.ts";
 import { BundleReader } from "./_reader.ts";
+import { formatRecord, type RecordedFile } from "./installed_check.ts";
 import { BundleError } from "./errors.ts";
 import {
   eachLimited,
@@ -9,6 +10,7 @@ import {
   hashHandle,
   listTree,
   manifestName,
+  recordName,
   signatureName,
 } from "./manifest.ts";
 import { type Verified, type VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
@@ -139,6 +141,7 @@ async function copyVerified(
     }
   };
   const b = await BundleReader.open(src);
+  const record = new Map<string, RecordedFile>();
   await eachLimited([...content.listed], hashConcurrency(), async ([f, want]) => {
     await hooks.beforeCopy?.(f);
     const from = await b.file(f, content.inodes.get(f));
@@ -156,6 +159,7 @@ async function copyVerified(
         if (got !== want) {
           throw new BundleError("file", `Bundle ${src}: ${f} does not match its sha256`, f);
         }
+        record.set(f, { size: at, mode: exec ? 0o755 : 0o644 });
         return exec ? 0o755 : 0o644;
       });
     } finally {
@@ -173,6 +177,11 @@ async function copyVerified(
       return 0o644;
     });
   }
+  // What node status checks cheaply: sizes and modes as copied.
+  await write(recordName, async (out) => {
+    await out.writeFile(new TextEncoder().encode(formatRecord(record)));
+    return 0o644;
+  });
   await syncTree(staged, { dirsOnly: true });
   // Whole and matching: now it may be read by the stack's users.
   await Deno.chmod(staged, 0o755);

@@ -10,6 +10,13 @@ let nodeFs: Promise<typeof import("node:fs")> | undefined;
 export const manifestName = "SHA256SUMS";
 /** The detached Ed25519 signature of the manifest, beside it. */
 export const signatureName = "SHA256SUMS.sig";
+/**
+ * What stratum records of an installed copy when it stages one: each listed
+ * file's size and mode, for the cheap check of `node status`
+ * (installed_check.ts). Not part of the signed bundle, so only in stratum's
+ * own copies.
+ */
+export const recordName = ".stratum-record.json";
 
 /** One regular file of a bundle tree. */
 export interface TreeFile {

@@ -29,6 +29,7 @@ export {
   makeManifest,
   manifestName,
   parseManifest,
+  recordName,
   signatureName,
   type TreeFile,
 } from "./manifest.ts";
@@ -44,6 +45,7 @@ export {
 } from "./signature.ts";
 export { type Verified, VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
 export { checkSlot, normalizeModes } from "./modes.ts";
+export { type Checked, checkInstalled } from "./installed_check.ts";
 export {
   type BundleIdentity,
   compareVersions,

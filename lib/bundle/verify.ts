@@ -9,6 +9,7 @@ import {
   manifestName,
   parseManifest,
   readHandle,
+  recordName,
   signatureName,
 } from "./manifest.ts";
 import { signer, type TrustedKey } from "./signature.ts";
@@ -91,6 +92,12 @@ export interface VerifyOptions {
    * whose signature was checked must have a BUNDLE.json (fail closed).
    */
   readonly mode?: string;
+  /**
+   * The directory is stratum's own installed copy: its record of sizes and
+   * modes (installed_check.ts), which is not part of the signed bundle, is
+   * allowed beside the listed files. A carrier's bundle never has one.
+   */
+  readonly installed?: boolean;
   /** A seam for tests of the carrier's races: called after each listed file was read and hashed. */
   readonly afterHash?: (file: string) => Promise<void>;
 }
@@ -124,8 +131,6 @@ export interface Verified {
  * stack.json) is read once: what is parsed is what was hashed.
  */
 export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promise<Verified> {
-  const trust = opts.trust ?? [];
-  const trustDir = opts.trustDir ?? "the trust store";
   // The bundle's directory itself must be a real directory: a link would
   // let whoever owns its target change what was verified after the fact.
   const st = await Deno.lstat(dir).catch(() => undefined);
@@ -151,6 +156,80 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   }
   const sig = await small(b, signatureName, maxSignatureBytes, read);
 
+  const { keyId, warnings } = await checkSignature(dir, manifest, sig, opts);
+
+  const listed = parseManifest(new TextDecoder().decode(manifest), dir);
+  const tree = await b.list();
+  const found = new Map(tree.map((f) => [f.path, f.size]));
+  for (const f of tree) {
+    const own = f.path === manifestName || f.path === signatureName ||
+      (opts.installed === true && f.path === recordName);
+    if (!own && !listed.has(f.path)) {
+      throw new BundleError("file", `Bundle ${dir}: ${f.path} is not in ${manifestName}`, f.path);
+    }
+  }
+  for (const f of listed.keys()) {
+    if (!found.has(f)) throw new BundleError("file", `Bundle ${dir}: ${f} is missing`, f);
+  }
+  // The manifest and signature checked are the ones the listing saw.
+  for (const [f, was] of read) {
+    const now = b.inodes.get(f);
+    if (now?.dev !== was.dev || now.ino !== was.ino) {
+      throw new BundleError("unsafe", `Bundle ${dir}: ${f} changed while it was verified`, f);
+    }
+  }
+  const kept = new Map<string, Uint8Array<ArrayBuffer>>();
+  await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
+    let got: string;
+    if (keptFiles.includes(f)) {
+      const bytes = (await small(b, f, maxKeptBytes))!;
+      got = await sha256Hex(bytes);
+      kept.set(f, bytes);
+    } else {
+      const fh = await b.file(f);
+      got = await hashHandle(fh).finally(() => fh.close());
+    }
+    if (got !== want) {
+      throw new BundleError("file", `Bundle ${dir}: ${f} does not match its sha256`, f);
+    }
+    await opts.afterHash?.(f);
+  });
+  let bytes = 0;
+  for (const f of listed.keys()) bytes += found.get(f)!;
+  // The identity is the bytes that matched the manifest the signature
+  // covers: one read, so it cannot say one thing to the hash and another to
+  // the version check.
+  const identity = identityOf(kept, dir, keyId, opts, warnings);
+  return {
+    manifestDigest: await sha256Hex(manifest),
+    files: listed.size,
+    bytes,
+    ...(keyId ? { keyId } : {}),
+    ...(identity ? { identity } : {}),
+    warnings,
+    content: new VerifiedContent({
+      manifest,
+      signature: sig,
+      listed,
+      kept,
+      inodes: new Map([...listed.keys()].map((f) => [f, b.inodes.get(f)!])),
+    }),
+  };
+}
+
+/**
+ * Checks a manifest's signature against the node's trust (fails closed:
+ * with any trusted key, only a signature by one of them passes). Returns the
+ * key that signed and what the operator should know.
+ */
+export async function checkSignature(
+  dir: string,
+  manifest: Uint8Array<ArrayBuffer>,
+  sig: Uint8Array<ArrayBuffer> | undefined,
+  opts: VerifyOptions,
+): Promise<{ keyId: string | undefined; warnings: string[] }> {
+  const trust = opts.trust ?? [];
+  const trustDir = opts.trustDir ?? "the trust store";
   const warnings: string[] = [];
   let keyId: string | undefined;
   const ids = trust.map((k) => k.id).join(", ");
@@ -186,45 +265,17 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
     );
   }
 
-  const listed = parseManifest(new TextDecoder().decode(manifest), dir);
-  const tree = await b.list();
-  const found = new Map(tree.map((f) => [f.path, f.size]));
-  for (const f of tree) {
-    if (f.path !== manifestName && f.path !== signatureName && !listed.has(f.path)) {
-      throw new BundleError("file", `Bundle ${dir}: ${f.path} is not in ${manifestName}`, f.path);
-    }
-  }
-  for (const f of listed.keys()) {
-    if (!found.has(f)) throw new BundleError("file", `Bundle ${dir}: ${f} is missing`, f);
-  }
-  // The manifest and signature checked are the ones the listing saw.
-  for (const [f, was] of read) {
-    const now = b.inodes.get(f);
-    if (now?.dev !== was.dev || now.ino !== was.ino) {
-      throw new BundleError("unsafe", `Bundle ${dir}: ${f} changed while it was verified`, f);
-    }
-  }
-  const kept = new Map<string, Uint8Array<ArrayBuffer>>();
-  await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
-    let got: string;
-    if (keptFiles.includes(f)) {
-      const bytes = (await small(b, f, maxKeptBytes))!;
-      got = await sha256Hex(bytes);
-      kept.set(f, bytes);
-    } else {
-      const fh = await b.file(f);
-      got = await hashHandle(fh).finally(() => fh.close());
-    }
-    if (got !== want) {
-      throw new BundleError("file", `Bundle ${dir}: ${f} does not match its sha256`, f);
-    }
-    await opts.afterHash?.(f);
-  });
-  let bytes = 0;
-  for (const f of listed.keys()) bytes += found.get(f)!;
-  // The identity is the bytes that matched the manifest the signature
-  // covers: one read, so it cannot say one thing to the hash and another to
-  // the version check.
+  return { keyId, warnings };
+}
+
+/** The identity BUNDLE.json's verified bytes declare, held to the signature and the mode asked for. */
+export function identityOf(
+  kept: ReadonlyMap<string, Uint8Array>,
+  dir: string,
+  keyId: string | undefined,
+  opts: VerifyOptions,
+  warnings: string[],
+): BundleIdentity | undefined {
   const idBytes = kept.get(identityName);
   const identity = idBytes && parseIdentity(idBytes, dir);
   if (!identity && keyId) {
@@ -244,19 +295,5 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   if (!identity) {
     warnings.push(`bundle ${dir} names no mode and version (${identityName})`);
   }
-  return {
-    manifestDigest: await sha256Hex(manifest),
-    files: listed.size,
-    bytes,
-    ...(keyId ? { keyId } : {}),
-    ...(identity ? { identity } : {}),
-    warnings,
-    content: new VerifiedContent({
-      manifest,
-      signature: sig,
-      listed,
-      kept,
-      inodes: new Map([...listed.keys()].map((f) => [f, b.inodes.get(f)!])),
-    }),
-  };
+  return identity;
 }

@@ -133,7 +133,11 @@ export function bundleGroup() {
           let refused: string | undefined;
           for (const mode of modes) {
             try {
-              const v = await bundle.verifyBundle(await modeDir(mode), { ...policy, mode });
+              const v = await bundle.verifyBundle(await modeDir(mode), {
+                ...policy,
+                mode,
+                ...(installed ? { installed } : {}),
+              });
               // What the stack declares is checked too: a bad state entry or
               // an unknown field refuses the bundle here, not on a node.
               node.stackOf(v, join(dir, mode));

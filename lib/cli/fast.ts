@@ -4,7 +4,7 @@
 // so its start-up is close to the runtime's own (docs/performance.md).
 //
 // Only exact, plain command lines take this path: the command, then at most
-// one --json and one --root DIR (or --root=DIR). Anything else, --help, a
+// one --json and one --root DIR (or --root=DIR), and node status's --verify. Anything else, --help, a
 // typo, an option twice, goes to the full program (program.ts), which alone
 // explains and refuses bad input. Both paths run the same command body and
 // map errors the same way (failure.ts).
@@ -31,7 +31,7 @@ export function fastCommand(argv: readonly string[]): FastCommand | undefined {
   }
   const [group, name, ...rest] = argv;
   if (name !== "status" || (group !== "migrate" && group !== "node")) return undefined;
-  const opts = statusFlags(rest);
+  const opts = statusFlags(rest, group === "node");
   if (!opts) return undefined;
   return async (deps) => {
     const ctx: Context = { exitCode: 0, output: (o) => new Output(o.json === true) };
@@ -49,15 +49,20 @@ export function fastCommand(argv: readonly string[]): FastCommand | undefined {
   };
 }
 
-/** --json and --root as commander would read them, or undefined for anything else. */
-function statusFlags(args: readonly string[]): Common | undefined {
+/** --json and --root (and node status's --verify) as commander would read them, or undefined for anything else. */
+function statusFlags(
+  args: readonly string[],
+  verify: boolean,
+): (Common & { verify?: boolean }) | undefined {
   // rootFlag.default, which this module does not import (it loads the host paths).
-  const opts: Common = { root: "/" };
+  const opts: Common & { verify?: boolean } = { root: "/" };
   let root = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i]!;
     if (a === "--json" && !opts.json) {
       opts.json = true;
+    } else if (a === "--verify" && verify && !opts.verify) {
+      opts.verify = true;
     } else if (a === "--root" && !root && i + 1 < args.length && plain(args[i + 1]!)) {
       opts.root = args[++i]!;
       root = true;

@@ -90,7 +90,10 @@ export async function install(o: InstallOptions): Promise<Installed> {
     ? await bundle.installedDir(paths.bundle(o.mode))
     : join(o.bundle, o.mode);
   const policy = await bundlePolicy(paths, o.requireSignature === true, o.mode);
-  const verified = await bundle.verifyBundle(src, policy);
+  const verified = await bundle.verifyBundle(src, {
+    ...policy,
+    ...(o.bundle === undefined ? { installed: true } : {}),
+  });
   const digest = verified.manifestDigest;
   // Bad state entries, or a state directory that holds another node's or
   // unmarked data, are refused here, before anything changes.

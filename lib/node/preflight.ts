@@ -84,13 +84,12 @@ export async function preflight(
     try {
       // Stratum's own installed copy is its link resolved once; an operator's
       // bundle is verified as given (a link is refused).
-      const dir = dirname(input.bundleModeDir) === paths.bundlesDir
-        ? await bundle.installedDir(input.bundleModeDir)
-        : input.bundleModeDir;
-      verified = await bundle.verifyBundle(
-        dir,
-        await bundlePolicy(paths, input.requireSignature, to),
-      );
+      const installed = dirname(input.bundleModeDir) === paths.bundlesDir;
+      const dir = installed ? await bundle.installedDir(input.bundleModeDir) : input.bundleModeDir;
+      verified = await bundle.verifyBundle(dir, {
+        ...await bundlePolicy(paths, input.requireSignature, to),
+        ...(installed ? { installed } : {}),
+      });
     } catch (err) {
       throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
     }

@@ -205,11 +205,12 @@ export function hashConcurrency(): number {
 }
 
 /**
- * Writes `dir`'s SHA256SUMS from the files in it (all but the manifest and
- * its signature) and removes a signature that no longer matches. Returns the
- * number of files and bytes listed.
+ * The files a manifest of `dir` would list (all but the manifest and its
+ * signature), or a BundleError for what no manifest can carry: a link or
+ * special file, a name with a line break or backslash. Changes nothing, so
+ * `bundle make` can refuse before it writes a byte.
  */
-export async function makeManifest(dir: string): Promise<{ files: number; bytes: number }> {
+export async function manifestable(dir: string): Promise<TreeFile[]> {
   const files = (await listTree(dir)).filter((f) =>
     f.path !== manifestName && f.path !== signatureName
   );
@@ -225,6 +226,16 @@ export async function makeManifest(dir: string): Promise<{ files: number; bytes:
       );
     }
   }
+  return files;
+}
+
+/**
+ * Writes `dir`'s SHA256SUMS from the files in it (all but the manifest and
+ * its signature) and removes a signature that no longer matches. Returns the
+ * number of files and bytes listed.
+ */
+export async function makeManifest(dir: string): Promise<{ files: number; bytes: number }> {
+  const files = await manifestable(dir);
   const sums = new Map<string, string>();
   await eachLimited(files, hashConcurrency(), async (f) => {
     sums.set(f.path, await hashFile(join(dir, f.path)));

@@ -27,6 +27,7 @@ export {
   hashFile,
   listTree,
   makeManifest,
+  manifestable,
   manifestName,
   parseManifest,
   recordName,

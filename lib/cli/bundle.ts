@@ -48,6 +48,12 @@ export function bundleGroup() {
         }
         const made: ({ mode: isolation.Mode; version: string; files: number; bytes: number })[] =
           [];
+        // Everything that would refuse is found before anything is written:
+        // a refused make leaves the bundle (and its signature) as it was.
+        for (const mode of modes) {
+          await usage(bundle.readIdentity(join(dir, mode)));
+          await usage(bundle.manifestable(join(dir, mode)));
+        }
         for (const mode of modes) {
           const had = await usage(bundle.readIdentity(join(dir, mode)));
           const version = opts.version ?? had?.version ?? "0";

@@ -103,14 +103,21 @@ export function rolloutGroup(deps: RolloutDeps) {
 
     group.command("owned")
       .description("exit 0 when KIND NAME in NAMESPACE is a workload Stratum rolls, 1 when not")
-      .argument("<kind>", "Deployment or DaemonSet")
+      .argument("<kind>", "Deployment or DaemonSet, or kubectl's names for them (deploy, ds, ...)")
       .argument("<name>", "the object's name")
       .requiredOption("-n, --namespace <namespace>", "the object's namespace")
       .addOption(jsonOption())
       .action((kind: string, name: string, opts: { namespace: string; json?: boolean }) => {
         const out = ctx.output(opts);
-        if (!/^[A-Za-z]+$/.test(kind)) throw new ErrUsage(`invalid kind ${JSON.stringify(kind)}`);
-        const owned = rollout.owned(kind, name, opts.namespace);
+        const k = kindOf(kind);
+        if (!k) {
+          throw new ErrUsage(
+            `unknown kind ${
+              JSON.stringify(kind)
+            }: Stratum rolls Deployments and DaemonSets (Deployment, deploy, DaemonSet, ds)`,
+          );
+        }
+        const owned = rollout.owned(k, name, opts.namespace);
         out.result(
           { kind, name, namespace: opts.namespace, owned },
           () => [`${kind} ${opts.namespace}/${name}: ${owned ? "owned" : "not owned"} by Stratum`],
@@ -301,4 +308,15 @@ function toRedo(r: rollout.Result): rollout.Workload[] {
 function hintsOf(r: rollout.Result): string[] {
   return [r.err, r.warn, r.interrupted].flatMap((e) => findAll(e, rollout.HintedError))
     .flatMap((e) => (e.hint ? [e.hint] : []));
+}
+
+/**
+ * The Kubernetes kind `s` names, as kubectl reads it (case aside: the kind,
+ * its resource name, plural or short name), for the two kinds Stratum rolls.
+ */
+function kindOf(s: string): "Deployment" | "DaemonSet" | undefined {
+  const k = s.toLowerCase().replace(/\.apps$/, "");
+  if (["deployment", "deployments", "deploy"].includes(k)) return "Deployment";
+  if (["daemonset", "daemonsets", "ds"].includes(k)) return "DaemonSet";
+  return undefined;
 }

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import * as bundle from "../../bundle/mod.ts";
-import { messageOf } from "../../errors/mod.ts";
+import { is, messageOf } from "../../errors/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
@@ -60,13 +60,27 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
     ctx.exitCode = ExitAttention;
     return;
   }
-  const journal = await new migrate.JournalStore(paths.journal).load().catch(() => undefined);
+  // A journal that cannot be read is never "no journal": it is reported,
+  // and the command needs attention (exit 3), as migrate status does.
+  let journalError: string | undefined;
+  const journal = await new migrate.JournalStore(paths.journal).load().catch((err) => {
+    if (!is(err, migrate.ErrNoJournal)) journalError = messageOf(err);
+    return undefined;
+  });
   if (!applied) {
     out.result(
-      { installed: false, journal: journal?.step ?? null, nextAction: "stratum node install" },
-      () => ["not installed (no /etc/stratum/node.json): run stratum node install"],
+      {
+        installed: false,
+        journal: journal?.step ?? null,
+        ...(journalError ? { journalError } : {}),
+        nextAction: "stratum node install",
+      },
+      () => [
+        "not installed (no /etc/stratum/node.json): run stratum node install",
+        ...(journalError ? [`migration journal cannot be read: ${journalError}`] : []),
+      ],
     );
-    ctx.exitCode = ExitFailed;
+    ctx.exitCode = journalError ? ExitAttention : ExitFailed;
     return;
   }
   const modeDir = paths.bundle(applied.mode);
@@ -135,6 +149,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       previous: previous ? { slot: other, digest: previous } : null,
       health: { unit, active, url: stack?.health.url ?? null, healthy },
       journal: journal?.step ?? null,
+      ...(journalError ? { journalError } : {}),
     },
     () => [
       `mode: ${applied.mode}, slot ${applied.slot}, node ${applied.node}`,
@@ -153,8 +168,15 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         healthy ? "answers" : "does not answer"
       }`,
       ...(journal ? [`migration journal: ${journal.step} (stratum migrate status)`] : []),
+      ...(journalError
+        ? [`migration journal cannot be read: ${journalError} (stratum migrate status)`]
+        : []),
     ],
   );
   // A copy that does not verify needs attention whatever the stack does.
-  ctx.exitCode = !bundleCheck.verified ? ExitAttention : active && healthy ? ExitOK : ExitFailed;
+  ctx.exitCode = !bundleCheck.verified || journalError
+    ? ExitAttention
+    : active && healthy
+    ? ExitOK
+    : ExitFailed;
 }

@@ -1,0 +1,71 @@
+// The command line's contract (docs/cli.md) where an operator hit a command
+// that said one thing and did another: each case from the operator's day
+// (a refused command that had changed something, a journal that could not be
+// read reported as none, kubectl's own names for kinds). Through the real
+// CLI (tests/support/cli.ts) on scratch --root trees.
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { makeBundle } from "./support/bundle.ts";
+import { stratum } from "./support/cli.ts";
+
+async function scratchRoot(): Promise<string> {
+  const root = await Deno.makeTempDir({ prefix: "stratum-contract-" });
+  await Deno.mkdir(join(root, "etc/stratum"), { recursive: true });
+  await Deno.mkdir(join(root, "var/lib/stratum"), { recursive: true });
+  return root;
+}
+
+Deno.test("rollout owned takes kubectl's names for the two kinds and refuses another kind with exit 2", async () => {
+  for (const kind of ["Deployment", "deploy", "deployments", "deployment.apps"]) {
+    const r = await stratum(["rollout", "owned", kind, "coredns", "-n", "kube-system", "--json"]);
+    assertEquals([r.code, JSON.parse(r.stdout).owned], [0, true], `${kind}: ${r.stderr}`);
+  }
+  for (const kind of ["DaemonSet", "ds", "daemonsets"]) {
+    const r = await stratum(["rollout", "owned", kind, "cilium", "-n", "kube-system"]);
+    assertEquals(r.code, 0, `${kind}: ${r.stderr}`);
+  }
+  // Owned is about the kind and the name: a DaemonSet named like a Deployment is not.
+  assertEquals((await stratum(["rollout", "owned", "ds", "coredns", "-n", "kube-system"])).code, 1);
+  const bad = await stratum(["rollout", "owned", "Pod", "coredns", "-n", "kube-system"]);
+  assertEquals(bad.code, 2, bad.stderr);
+  assertEquals(bad.stderr.trim().split("\n").length, 1, bad.stderr);
+  assert(bad.stderr.includes("unknown kind"), bad.stderr);
+});
+
+Deno.test("node status reports a journal it cannot read and exits 3, installed or not", async () => {
+  for (const content of ["garbage\n", "", '{"version": 99}\n']) {
+    const root = await scratchRoot();
+    await Deno.writeTextFile(join(root, "var/lib/stratum/migration.json"), content);
+    const r = await stratum(["node", "status", "--root", root, "--json"]);
+    assertEquals(r.code, 3, `${JSON.stringify(content)}: ${r.stdout}${r.stderr}`);
+    const doc = JSON.parse(r.stdout);
+    assert(typeof doc.journalError === "string", r.stdout);
+    await Deno.remove(root, { recursive: true });
+  }
+  const root = await scratchRoot();
+  await Deno.mkdir(join(root, "var/lib/stratum/migration.json"));
+  const dir = await stratum(["node", "status", "--root", root]);
+  assertEquals(dir.code, 3, dir.stdout + dir.stderr);
+  assert(dir.stdout.includes("journal cannot be read"), dir.stdout);
+  await Deno.remove(root, { recursive: true });
+});
+
+Deno.test("a refused bundle make changes nothing: BUNDLE.json, SHA256SUMS and the signature stay", async () => {
+  const dir = await makeBundle(await Deno.makeTempDir({ prefix: "stratum-make-" }));
+  assertEquals((await stratum(["bundle", "make", dir, "--version", "1.0.0"])).code, 0);
+  await Deno.writeFile(join(dir, "host/SHA256SUMS.sig"), new Uint8Array(64));
+  const files = [
+    "host/BUNDLE.json",
+    "host/SHA256SUMS",
+    "host/SHA256SUMS.sig",
+    "nspawn/BUNDLE.json",
+  ];
+  const read = () => Promise.all(files.map((f) => Deno.readFile(join(dir, f))));
+  const before = await read();
+  await Deno.symlink("/etc/passwd", join(dir, "nspawn/link"));
+  const r = await stratum(["bundle", "make", dir, "--version", "2.0.0"]);
+  assertEquals(r.code, 2, r.stderr);
+  assert(r.stderr.includes("symlink"), r.stderr);
+  assertEquals(await read(), before, "the refused make rewrote the bundle");
+  await Deno.remove(dir, { recursive: true });
+});

@@ -21,7 +21,7 @@ export {
   ExitUsage,
   Interrupted,
 } from "./exit.ts";
-export { type Context, type Group, jsonOption, run, version } from "./program.ts";
+export { commandTree, type Context, type Group, jsonOption, run, version } from "./program.ts";
 export { Output } from "./output.ts";
 export { type RolloutDeps, rolloutGroup } from "./rollout.ts";
 export { parseDuration } from "./duration.ts";

@@ -34,6 +34,35 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
   const out = new Output(false);
   // Flag errors happen before an action sees --json: look for it ourselves.
   const json = new Output(argv.includes("--json"));
+  const program = commandTree(groups, ctx, out);
+  try {
+    await program.parseAsync(argv, { from: "user" });
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version "fail" with exit code 0.
+      if (err.exitCode === 0) return 0;
+      failure(
+        json,
+        "bad-input",
+        err.message.replace(/^error: /, ""),
+        "fix the command line; nothing was changed",
+      );
+      return ExitUsage;
+    }
+    return exitForError(err, out, json);
+  }
+  return ctx.exitCode;
+}
+
+/**
+ * The program's commands, options and help, as `run` parses them; exported
+ * so the docs test can check every documented command line against it.
+ */
+export function commandTree(
+  groups: Group[],
+  ctx: Context = { exitCode: 0, output: (o) => new Output(o.json === true) },
+  out: Output = new Output(false),
+): Command {
   const program = new Command("stratum")
     .description(
       "The Stratum node tool: restart Stratum's in-cluster workloads after a restore or CA " +
@@ -59,23 +88,7 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
   for (const c of allCommands(program)) {
     c.exitOverride().configureOutput(program.configureOutput());
   }
-  try {
-    await program.parseAsync(argv, { from: "user" });
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version "fail" with exit code 0.
-      if (err.exitCode === 0) return 0;
-      failure(
-        json,
-        "bad-input",
-        err.message.replace(/^error: /, ""),
-        "fix the command line; nothing was changed",
-      );
-      return ExitUsage;
-    }
-    return exitForError(err, out, json);
-  }
-  return ctx.exitCode;
+  return program;
 }
 
 function allCommands(c: Command): Command[] {

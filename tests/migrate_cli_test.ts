@@ -45,6 +45,15 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
       const ack = await n.stratum(["migrate", "ack", "--json"]);
       assertEquals([ack.code, ack.doc.outcome], [0, "acknowledged"]);
       assertEquals((await n.state()).journal, null);
+      // The journal is gone; the node's history still says what happened.
+      const h = await n.stratum(["node", "history", "--json"]);
+      assertEquals(h.code, 0, h.stderr);
+      const last = h.doc.events.at(-1);
+      assertEquals(
+        [last.event, last.from.mode, last.from.slot, last.to.mode, last.outcome],
+        ["migrate", from, "a", to, "complete"],
+      );
+      assertEquals(last.to.digest.length, 64, "the target's bundle named by its digest");
       const s = await n.state();
       assert(
         s.files["/etc/systemd/system/stratum-boot.service"],
@@ -115,6 +124,14 @@ Deno.test({
     ]);
     assert(r.doc.message.includes("exit status 3"), r.doc.message);
     assertEquals(await n.assertInvariant("after a failed start"), "rolled-back");
+    const h = await n.stratum(["node", "history", "--json"]);
+    const last = h.doc.events.at(-1);
+    assertEquals([last.event, last.outcome, last.failedStep], [
+      "migrate",
+      "rolled-back",
+      "start-target",
+    ]);
+    assert(last.message.includes("exit status 3"), last.message);
   },
 });
 

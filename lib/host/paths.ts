@@ -23,6 +23,8 @@ export interface HostPaths {
   readonly bundlesDir: string;
   /** The public keys (`*.pem`) a bundle must be signed by, when any are installed. */
   readonly trustDir: string;
+  /** The node's history of installs, moves, upgrades and their outcomes (lib/node/history.ts). */
+  readonly history: string;
   readonly bpfDir: string;
   readonly aptPreferencesDir: string;
   slot(name: string): string;
@@ -41,6 +43,7 @@ export function hostPaths(root = "/"): HostPaths {
     nodeConfigSaved: at("/var/lib/stratum/node.source.json"),
     slotsDir: at("/var/lib/stratum/slots"),
     wipeRequest: at("/var/lib/stratum/wipe-state.json"),
+    history: at("/var/lib/stratum/history.jsonl"),
     snapshotDir: at("/var/lib/stratum/config-snapshot"),
     lock: at("/run/stratum/migrate.lock"),
     unitDir: at("/etc/systemd/system"),

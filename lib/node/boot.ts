@@ -95,7 +95,7 @@ export async function bootNode(o: BootNodeOptions): Promise<BootResult> {
   const { paths, systemctl } = o;
   return await withLock(paths, o.lock, () =>
     boot({
-      resume: () => resumeRecorded(o),
+      resume: () => resumeRecorded({ ...o, cause: "boot" }),
       applied: async () => {
         const cfg = await isolation.readNodeConfig(paths.nodeConfig);
         return cfg && { mode: cfg.mode, slot: cfg.slot };

@@ -5,6 +5,8 @@ import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { bundlePolicy, stackOf } from "./preflight.ts";
 import { waitReady } from "./in_place_hooks.ts";
+import { appendHistory, type HistoryEvent } from "./history.ts";
+import { messageOf } from "../errors/mod.ts";
 
 /** What `stratum node install` needs. */
 export interface InstallOptions {
@@ -82,6 +84,32 @@ export async function bundleDigest(modeDir: string): Promise<string | undefined>
  * before anything changes: changing a live node is `stratum migrate run`.
  */
 export async function install(o: InstallOptions): Promise<Installed> {
+  const startedAt = new Date().toISOString();
+  const event = (outcome: string, extra: Partial<HistoryEvent> = {}) =>
+    appendHistory(o.paths, {
+      event: "install",
+      asked: `node install --mode ${o.mode}${o.bundle ? " --bundle" : ""}`,
+      outcome,
+      startedAt,
+      endedAt: new Date().toISOString(),
+      ...extra,
+    }, o.log);
+  try {
+    const r = await provisionNode(o);
+    // An install that found everything as asked did nothing to record.
+    if (r.changed) {
+      await event("installed", { to: { mode: r.mode, slot: r.slot, digest: r.bundleDigest } });
+    }
+    return r;
+  } catch (err) {
+    const refused = err instanceof ErrInstalledOtherwise || err instanceof bundle.BundleError ||
+      err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState;
+    await event(refused ? "refused" : "failed", { message: messageOf(err) });
+    throw err;
+  }
+}
+
+async function provisionNode(o: InstallOptions): Promise<Installed> {
   const log = o.log ?? (() => {});
   const after = o.afterStep ?? (() => Promise.resolve());
   const signal = o.signal ?? new AbortController().signal;

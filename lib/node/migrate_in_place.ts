@@ -8,6 +8,8 @@ import { ErrBadRequest } from "./errors.ts";
 import { withFailpoint } from "./failpoint.ts";
 import { type LockOptions, withLock } from "./lock.ts";
 import { inPlaceHooks } from "./in_place_hooks.ts";
+import { appendHistory, type HistoryEvent, placeOf } from "./history.ts";
+import { messageOf } from "../errors/mod.ts";
 
 /** What `stratum migrate run` (in place) needs. */
 export interface MigrateOptions {
@@ -61,12 +63,41 @@ export async function migrateInPlace(o: MigrateOptions): Promise<Migrated> {
  * preflight, the boot unit, the write-ahead journal and runInPlace.
  */
 export async function runRecorded(
-  o: Omit<MigrateOptions, "lock">,
+  o: Omit<MigrateOptions, "lock"> & { readonly event?: HistoryEvent["event"] },
   current: isolation.NodeConfig,
   verified?: bundle.Verified,
 ): Promise<Migrated> {
-  const { paths, systemctl } = o;
   const startedAt = new Date();
+  const from = await placeOf(o.paths, current.mode, current.slot);
+  const m = await runSteps(o, current, startedAt, verified);
+  const targetSlot = isolation.otherSlot(current.slot);
+  const error = m.result.error;
+  const failed = migrate.find(error, migrate.ActionError);
+  await appendHistory(o.paths, {
+    event: o.event ?? "migrate",
+    asked: o.event === "upgrade" || o.event === "rollback"
+      ? `node ${o.event}`
+      : `migrate run --to ${o.to}`,
+    from,
+    to: m.journal?.step === migrate.StepComplete
+      ? await placeOf(o.paths, o.to, targetSlot)
+      : { mode: o.to, slot: targetSlot, ...(verified ? { digest: verified.manifestDigest } : {}) },
+    outcome: m.journal?.step ?? (error ? "refused" : "complete"),
+    ...(failed ? { failedStep: failed.action } : {}),
+    ...(error ? { message: messageOf(error) } : {}),
+    startedAt: startedAt.toISOString(),
+    endedAt: new Date().toISOString(),
+  }, o.log);
+  return m;
+}
+
+async function runSteps(
+  o: Omit<MigrateOptions, "lock">,
+  current: isolation.NodeConfig,
+  startedAt: Date,
+  verified?: bundle.Verified,
+): Promise<Migrated> {
+  const { paths, systemctl } = o;
   const spec = inPlaceHooks({
     paths,
     systemctl,

@@ -85,3 +85,11 @@ export {
 export { provision } from "./provision.ts";
 export { upgrade, type Upgraded, type UpgradeOptions } from "./upgrade.ts";
 export { ack } from "./ack.ts";
+export {
+  appendHistory,
+  type HistoryEvent,
+  maxHistoryBytes,
+  type Place,
+  placeOf,
+  readHistory,
+} from "./history.ts";

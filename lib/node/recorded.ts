@@ -10,6 +10,8 @@ import { handoffStore } from "./failpoint.ts";
 import { type LockOptions, withLock } from "./lock.ts";
 import { reprovisionSpec } from "./reprovision.ts";
 import { inPlaceHooks } from "./in_place_hooks.ts";
+import { appendHistory } from "./history.ts";
+import { messageOf } from "../errors/mod.ts";
 
 /** The journal, undefined when there is none. An unreadable one rejects, never reads as "none". */
 export async function loadJournal(
@@ -35,6 +37,8 @@ export interface ResumeOptions {
   /** STRATUM_FAILPOINT (`kill-after-record:STEP`) for a reprovision handoff, a test aid. */
   readonly failpoint?: string | undefined;
   readonly killSelf?: (() => void) | undefined;
+  /** Who resumes, for the node's history: `migrate resume` (default) or the boot. */
+  readonly cause?: "resume" | "boot";
 }
 
 /**
@@ -53,6 +57,29 @@ export async function resume(
  * The caller holds the migration lock.
  */
 export async function resumeRecorded(
+  o: ResumeOptions,
+): Promise<migrate.ResumeOutcome | undefined> {
+  const startedAt = new Date().toISOString();
+  const r = await resumeSteps(o);
+  if (r?.acted) {
+    const j = r.journal;
+    const failed = migrate.find(r.error, migrate.ActionError);
+    await appendHistory(o.paths, {
+      event: o.cause ?? "resume",
+      asked: o.cause === "boot" ? "node boot" : "migrate resume",
+      from: { mode: j.from, ...(isolation.isSlot(j.sourceSlot) ? { slot: j.sourceSlot } : {}) },
+      to: { mode: j.to, ...(isolation.isSlot(j.targetSlot) ? { slot: j.targetSlot } : {}) },
+      outcome: j.step,
+      ...(failed ? { failedStep: failed.action } : {}),
+      ...(r.error ? { message: messageOf(r.error) } : j.message ? { message: j.message } : {}),
+      startedAt,
+      endedAt: new Date().toISOString(),
+    }, o.log);
+  }
+  return r;
+}
+
+async function resumeSteps(
   o: ResumeOptions,
 ): Promise<migrate.ResumeOutcome | undefined> {
   const { paths } = o;

@@ -58,7 +58,7 @@ export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
         current.slot === "a" ? "b" : "a"
       }, bundle ${digest}`,
     );
-    const r = await runRecorded({ ...o, to: current.mode }, current, verified);
+    const r = await runRecorded({ ...o, to: current.mode, event: "upgrade" }, current, verified);
     return { ...r, alreadyInstalled: false, digest };
   });
 }

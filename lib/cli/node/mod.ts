@@ -2,11 +2,12 @@ import type { Command } from "commander";
 import type { Context } from "../program.ts";
 import { bootCommand } from "./boot.ts";
 import type { Deps } from "../deps.ts";
+import { historyCommand } from "./history.ts";
 import { installCommand } from "./install.ts";
 import { statusCommand } from "./status.ts";
 import { upgradeCommand } from "./upgrade.ts";
 
-/** `stratum node install|status|boot|upgrade`: this node's own stack. */
+/** `stratum node install|status|boot|upgrade|history`: this node's own stack. */
 export function nodeGroup(deps: Deps) {
   return (program: Command, ctx: Context): void => {
     const group = program
@@ -18,5 +19,6 @@ export function nodeGroup(deps: Deps) {
     statusCommand(group, ctx, deps);
     bootCommand(group, ctx, deps);
     upgradeCommand(group, ctx, deps);
+    historyCommand(group, ctx);
   };
 }

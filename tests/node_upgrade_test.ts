@@ -210,5 +210,101 @@ Deno.test({
     const got = await getKeys(n.sb, "up/");
     assertEquals(got.keys, keyNames("up/", 100));
     assert(got.revision >= put.revision, "etcd's revision went back");
+    // And back to the kept release: the keys written on release 2 too.
+    assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+    const put2 = await putKeys(n.sb, "v2/", 50);
+    const back = await n.stratum(["node", "rollback", "--json"]);
+    assertEquals([back.code, back.doc?.outcome], [0, "complete"], back.stderr);
+    assertEquals((await getKeys(n.sb, "up/")).keys, keyNames("up/", 100));
+    const got2 = await getKeys(n.sb, "v2/");
+    assertEquals(got2.keys, keyNames("v2/", 50));
+    assert(got2.revision >= put2.revision, "etcd's revision went back");
+  },
+});
+
+// `stratum node rollback`: the release an upgrade replaced is kept, and the
+// way back is an upgrade to it (docs/migration.md). Invariant as above,
+// after every rollback, resume or boot: exactly one release runs, and node
+// status names it.
+
+for (const mode of ["host", "nspawn"] as const) {
+  Deno.test({
+    name:
+      `rollback in ${mode} mode: back to the release the upgrade replaced, named by node status; again goes forward`,
+    ignore,
+    async fn() {
+      await using n = await Node.boot(mode);
+      const v1 = await digest(n.bundle, mode);
+      const v2dir = await next();
+      const v2 = await digest(v2dir, mode);
+      assertEquals((await n.stratum(["node", "upgrade", "--bundle", v2dir])).code, 0);
+      assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+      const st = await n.stratum(["node", "status", "--json"]);
+      assertEquals(st.doc.kept, { digest: v1, version: "1" }, "the replaced release is kept");
+      const r = await n.stratum(["node", "rollback", "--json"]);
+      assertEquals([r.code, r.doc?.outcome], [0, "complete"], r.stderr);
+      await assertRuns(n, mode, v1, "after the rollback");
+      const st2 = await n.stratum(["node", "status", "--json"]);
+      assertEquals(st2.doc.kept, { digest: v2, version: "2" }, "now the left release is kept");
+      const h = await n.stratum(["node", "history", "--json"]);
+      const last = h.doc.events.at(-1);
+      assertEquals([last.event, last.outcome, last.from.version, last.to.version], [
+        "rollback",
+        "complete",
+        "2",
+        "1",
+      ]);
+      assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+      const again = await n.stratum(["node", "rollback", "--json"]);
+      assertEquals([again.code, again.doc?.outcome], [0, "complete"], again.stderr);
+      await assertRuns(n, mode, v2, "after the second rollback");
+    },
+  });
+}
+
+Deno.test({
+  name: "rollback with no kept release exits 2, one line, and changes nothing",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host");
+    const before = await n.state();
+    const r = await n.stratum(["node", "rollback", "--json"]);
+    assertEquals(r.code, 2, r.stderr);
+    assertEquals(r.stderr.trim().split("\n").length, 1, r.stderr);
+    assert(r.stderr.includes("nothing to roll back to"), r.stderr);
+    assertEquals(r.doc.outcome, "bad-input");
+    assertEquals(await n.state(), before, "nothing changed");
+  },
+});
+
+Deno.test({
+  name:
+    "SIGKILL, and a power cut, after each journal write of a rollback (host mode): one release runs",
+  ignore,
+  async fn(t) {
+    for (const cut of ["kill", "power"] as const) {
+      for (const step of steps) {
+        await t.step(`${cut} after ${step}`, async () => {
+          await using n = await Node.boot("host", undefined, { persistent: cut === "power" });
+          const v2dir = await next();
+          assertEquals((await n.stratum(["node", "upgrade", "--bundle", v2dir])).code, 0);
+          assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+          const r = await n.stratum(["node", "rollback"], {
+            STRATUM_FAILPOINT: `kill-after-record:${step}`,
+          });
+          assertEquals(r.code, 137, `killed after ${step}: ${r.stderr}`);
+          if (cut === "kill") {
+            const resumed = await n.stratum(["migrate", "resume", "--json"]);
+            assert([0, 1].includes(resumed.code), resumed.stderr);
+          } else {
+            await n.powerCut();
+            const time = await n.boot();
+            assert(time.healthyMs !== undefined, `no stack came up after a cut at ${step}`);
+          }
+          const want = finishes(step) ? n.bundle : v2dir;
+          await assertRuns(n, "host", await digest(want, "host"), `${cut} at ${step}`);
+        });
+      }
+    }
   },
 });

@@ -1,6 +1,6 @@
 import type { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { ensureDir, syncDir, syncTree } from "../host/durable_file.ts";
+import { ensureDir, symlinkDurable, syncDir, syncTree } from "../host/durable_file.ts";
 import { BundleReader } from "./_reader.ts";
 import { formatRecord, type RecordedFile } from "./installed_check.ts";
 import { BundleError } from "./errors.ts";
@@ -189,6 +189,31 @@ async function copyVerified(
   await syncDir(dirname(staged));
 }
 
+/** The link beside an installed bundle `dest` that names the release it replaced (kept by an upgrade). */
+export function previousPath(dest: string): string {
+  return join(dirname(dest), `.${basename(dest)}.previous`);
+}
+
+/**
+ * The release an upgrade replaced at `dest`, kept for `node rollback`: the
+ * real directory its `.NAME.previous` link names (stratum's own link, read
+ * as installedDir reads `dest`), or undefined when none is kept.
+ */
+export async function previousDir(dest: string): Promise<string | undefined> {
+  const link = previousPath(dest);
+  const st = await Deno.lstat(link).catch(() => undefined);
+  if (!st?.isSymlink) return undefined;
+  const target = await Deno.readLink(link);
+  if (!target.startsWith(`.${basename(dest)}-`) || target.includes("/")) {
+    throw new BundleError(
+      "unsafe",
+      `Kept bundle ${link} links to ${target}, not to a version beside it: refused`,
+    );
+  }
+  const dir = join(dirname(dest), target);
+  return (await Deno.lstat(dir).then((s) => s.isDirectory, () => false)) ? dir : undefined;
+}
+
 /**
  * Makes the staged bundle (see {@linkcode stagedPath}) the one installed at
  * `dest`. `dest` is a symlink to a versioned directory beside it
@@ -196,10 +221,16 @@ async function copyVerified(
  * volumes: the staged tree is renamed to a new version, a new symlink is
  * renamed over `dest`, which swaps them in one step, and old versions are
  * removed after. A real directory at `dest` (an earlier layout) is moved
- * aside first. Idempotent: with nothing staged it does nothing, so a resume
- * may repeat it. Returns whether it promoted.
+ * aside first. With `keepPrevious` (an upgrade), the version `dest` named
+ * until now is kept, named by the `.NAME.previous` link (made durably
+ * before the swap), for `node rollback`; one release is kept, the one
+ * before it removed. Idempotent: with nothing staged it does nothing, so a
+ * resume may repeat it. Returns whether it promoted.
  */
-export async function promoteBundle(dest: string): Promise<boolean> {
+export async function promoteBundle(
+  dest: string,
+  opts: { keepPrevious?: boolean } = {},
+): Promise<boolean> {
   const parent = dirname(dest);
   const name = basename(dest);
   const staged = stagedPath(dest);
@@ -207,6 +238,12 @@ export async function promoteBundle(dest: string): Promise<boolean> {
   const version = `.${name}-${Date.now().toString(36)}-${Deno.pid}`;
   await Deno.rename(staged, join(parent, version));
   await syncDir(parent);
+  const current = await Deno.readLink(dest).catch(() => undefined);
+  let kept: string | undefined;
+  if (opts.keepPrevious && current?.startsWith(`.${name}-`) && !current.includes("/")) {
+    kept = current;
+    await symlinkDurable(current, previousPath(dest));
+  }
   const link = join(parent, `.${name}.link-${Deno.pid}`);
   await Deno.remove(link).catch(() => {});
   await Deno.symlink(version, link);
@@ -214,9 +251,10 @@ export async function promoteBundle(dest: string): Promise<boolean> {
   if (st?.isDirectory) await Deno.rename(dest, join(parent, `.${name}-legacy-${Deno.pid}`));
   await Deno.rename(link, dest);
   await syncDir(parent);
-  // Every other version of this bundle is now unreferenced.
+  // Every other version of this bundle is now unreferenced (but the kept one).
+  const keptNow = kept ?? await Deno.readLink(previousPath(dest)).catch(() => undefined);
   for await (const e of Deno.readDir(parent)) {
-    if (e.name.startsWith(`.${name}-`) && e.name !== version) {
+    if (e.name.startsWith(`.${name}-`) && e.name !== version && e.name !== keptNow) {
       await Deno.remove(join(parent, e.name), { recursive: true }).catch(() => {});
     }
   }

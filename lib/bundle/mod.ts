@@ -59,6 +59,8 @@ export {
   dropStaged,
   installBundle,
   installedDir,
+  previousDir,
+  previousPath,
   promoteBundle,
   sizeOf,
   stageBundle,

@@ -30,6 +30,11 @@ export interface InPlaceHooksOptions {
   readonly log?: (line: string) => void;
   /** What this run already verified of the operator's bundle (an upgrade's check): not read again. */
   readonly verified?: bundle.Verified | undefined;
+  /**
+   * The target's mode directory itself, instead of `bundle`/MODE: a kept
+   * release (`node rollback`), already on the node.
+   */
+  readonly bundleModeDir?: string | undefined;
 }
 
 /**
@@ -60,6 +65,9 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
   // rollback drops it (discardConfig), so the installed bundle always names
   // what runs, also after a crash at any step.
   const upgrade = o.from === o.to;
+  // Where the target's bundle comes from: the operator's, a kept release, or
+  // (undefined) the installed copy as it is.
+  const source = o.bundleModeDir ?? (o.bundle ? `${o.bundle}/${o.to}` : undefined);
   const targetBundle = upgrade ? bundle.stagedPath(installed) : installed;
   const snapshot = new host.ConfigSnapshot({
     root: paths.root,
@@ -86,7 +94,7 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
         from: o.from,
         to: o.to,
         sourceSlot: o.sourceSlot,
-        bundleModeDir: o.bundle ? `${o.bundle}/${o.to}` : installed,
+        bundleModeDir: source ?? installed,
         ...(upgrade ? { upgrade: true } : {}),
         ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
         ...(o.requireSignature ? { requireSignature: true } : {}),
@@ -103,20 +111,20 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
       if (r.keyId) log(`preflight: bundle signed by trusted key ${r.keyId}`);
     },
     download: async () => {
-      if (!o.bundle) return;
+      if (!source) return;
       if (upgrade) {
-        log(`download: staging ${o.bundle}/${o.to} as ${targetBundle} and verifying it`);
+        log(`download: staging ${source} as ${targetBundle} and verifying it`);
         await bundle.stageBundle(
-          `${o.bundle}/${o.to}`,
+          source,
           targetBundle,
           await bundlePolicy(paths, o.requireSignature, o.to),
           verified,
         );
         return;
       }
-      log(`download: copying ${o.bundle}/${o.to} to ${installed} and verifying it`);
+      log(`download: copying ${source} to ${installed} and verifying it`);
       await bundle.installBundle(
-        `${o.bundle}/${o.to}`,
+        source,
         installed,
         await bundlePolicy(paths, o.requireSignature, o.to),
         verified,
@@ -153,7 +161,7 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
     restoreSource: () => isolation.restoreNodeConfig(paths.nodeConfig, paths.nodeConfigSaved),
     waitReady: (signal) => waitReady({ ...o, target: targetRoot, signal, log }),
     removeSourceConfig: async () => {
-      if (upgrade && (await bundle.promoteBundle(installed))) {
+      if (upgrade && (await bundle.promoteBundle(installed, { keepPrevious: true }))) {
         log(`upgrade: ${installed} is now the new bundle`);
       }
       await host.removeFileDurable(paths.nodeConfigSaved);

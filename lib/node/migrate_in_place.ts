@@ -18,6 +18,8 @@ export interface MigrateOptions {
   readonly to: isolation.Mode;
   /** The operator's bundle (one subdirectory per mode); unset: the installed copy. */
   readonly bundle?: string | undefined;
+  /** The target's mode directory itself (a kept release), instead of `bundle`. */
+  readonly bundleModeDir?: string | undefined;
   readonly requireSignature?: boolean;
   /** Accept a bundle older than the one the node runs. */
   readonly allowDowngrade?: boolean;
@@ -106,6 +108,7 @@ async function runSteps(
     sourceSlot: current.slot,
     node: current.node,
     ...(o.bundle ? { bundle: o.bundle } : {}),
+    ...(o.bundleModeDir ? { bundleModeDir: o.bundleModeDir } : {}),
     ...(o.requireSignature ? { requireSignature: true } : {}),
     ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
     waitReadyMs: o.waitReadyMs,

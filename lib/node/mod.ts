@@ -93,3 +93,4 @@ export {
   placeOf,
   readHistory,
 } from "./history.ts";
+export { rollback, type RollbackOptions } from "./rollback.ts";

@@ -4,10 +4,11 @@ import { bootCommand } from "./boot.ts";
 import type { Deps } from "../deps.ts";
 import { historyCommand } from "./history.ts";
 import { installCommand } from "./install.ts";
+import { rollbackCommand } from "./rollback.ts";
 import { statusCommand } from "./status.ts";
 import { upgradeCommand } from "./upgrade.ts";
 
-/** `stratum node install|status|boot|upgrade|history`: this node's own stack. */
+/** `stratum node install|status|boot|upgrade|rollback|history`: this node's own stack. */
 export function nodeGroup(deps: Deps) {
   return (program: Command, ctx: Context): void => {
     const group = program
@@ -19,6 +20,7 @@ export function nodeGroup(deps: Deps) {
     statusCommand(group, ctx, deps);
     bootCommand(group, ctx, deps);
     upgradeCommand(group, ctx, deps);
+    rollbackCommand(group, ctx, deps);
     historyCommand(group, ctx);
   };
 }

@@ -90,6 +90,14 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   const running = await node.bundleDigest(paths.slot(applied.slot));
   const other = isolation.otherSlot(applied.slot);
   const previous = await node.bundleDigest(paths.slot(other));
+  // The release `node rollback` goes back to, while one is kept.
+  const keptDir = await bundle.previousDir(modeDir).catch(() => undefined);
+  const kept = keptDir
+    ? {
+      digest: (await node.bundleDigest(keptDir)) ?? null,
+      version: (await bundle.readIdentity(keptDir).catch(() => undefined))?.version ?? null,
+    }
+    : null;
   // Independent checks, side by side: the bundle's hashes, systemd's view
   // of the slot, the stack's health endpoint (an operator waits on them).
   const unit = isolation.targetUnit(applied.slot);
@@ -145,8 +153,14 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       slot: applied.slot,
       node: applied.node,
       bundle: { digest: digest ?? null, ...bundleCheck },
-      running: { slot: applied.slot, digest: running ?? null },
+      running: {
+        slot: applied.slot,
+        digest: running ?? null,
+        version: (await bundle.readIdentity(paths.slot(applied.slot)).catch(() => undefined))
+          ?.version ?? null,
+      },
       previous: previous ? { slot: other, digest: previous } : null,
+      kept,
       health: { unit, active, url: stack?.health.url ?? null, healthy },
       journal: journal?.step ?? null,
       ...(journalError ? { journalError } : {}),
@@ -163,6 +177,13 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       `running: slot ${applied.slot}, manifest sha256 ${running ?? "missing"}`,
       ...(previous
         ? [`other slot ${other}: manifest sha256 ${previous} (kept until the move ends)`]
+        : []),
+      ...(kept
+        ? [
+          `kept release: ${
+            kept.version ?? "?"
+          }, manifest sha256 ${kept.digest} (stratum node rollback)`,
+        ]
         : []),
       `health: ${unit} ${active ? "active" : "not active"}, ${stack?.health.url ?? "?"} ${
         healthy ? "answers" : "does not answer"

@@ -174,6 +174,10 @@ const elsewhere = new Map([
     "needs an inventory of nodes: ansible_test runs upgrade.yml over three sandboxed nodes",
   ],
   [
+    "ansible-playbook -i inventory.ini rollback.yml -e stratum_from_version=1.2.0",
+    "needs an inventory of nodes: ansible_test runs rollback.yml over three sandboxed nodes",
+  ],
+  [
     "stratum migrate run    --to nspawn --bundle /srv/stratum-bundle [--wait-ready 2m] [--wait-lock 0s]",
     "drives systemd: migrate_cli_test runs it on a sandboxed node",
   ],

@@ -86,6 +86,13 @@ Deno.test({
     ]); // deno-fmt-ignore
     assertEquals(other.code, 2, other.stderr);
     assert(other.doc.message.includes("stratum migrate run --to nspawn"), other.doc.message);
+    // Another name for an installed node: refused, not "already installed".
+    const renamed = await n.stratum(
+      ["node", "install", "--mode", "host", "--bundle", n.bundle, "--node", "node-2", "--json"],
+    );
+    assertEquals([renamed.code, renamed.doc.outcome], [2, "refused"], renamed.stderr);
+    assert(renamed.doc.message.includes("installed as node-1"), renamed.doc.message);
+    assertEquals((await n.state()).files, before, "a refused rename changed nothing");
     const tampered = join(n.bundle, "host/stack/stack.py");
     await Deno.writeTextFile(tampered, "print('evil')\n", { append: true });
     const bad = await n.stratum([

@@ -14,6 +14,8 @@ export interface InstallOptions {
   readonly systemctl: host.Systemctl;
   readonly mode: isolation.Mode;
   readonly node: string;
+  /** The name was asked for (--node), not defaulted: an installed node of another name is refused. */
+  readonly nodeAsked?: boolean;
   /**
    * The operator's bundle: a directory with one subdirectory per mode.
    * Unset: the copy already installed under /var/lib/stratum/bundles (what
@@ -140,6 +142,11 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
         `This node is installed in ${applied.mode} mode; to move it to ${o.mode} mode run: stratum migrate run --to ${o.mode} --bundle ${
           o.bundle ?? "DIR"
         }`,
+      );
+    }
+    if (o.nodeAsked && applied.node !== o.node) {
+      throw new ErrInstalledOtherwise(
+        `This node is installed as ${applied.node}, not ${o.node}; node install does not rename a node`,
       );
     }
     const installedDigest = await bundleDigest(paths.bundle(o.mode));

@@ -79,6 +79,7 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
           systemctl: deps.systemctl(),
           mode,
           node: name,
+          ...(opts.node !== undefined ? { nodeAsked: true } : {}),
           bundle: opts.bundle,
           self: deps.selfCommand,
           waitReadyMs,

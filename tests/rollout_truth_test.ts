@@ -122,6 +122,20 @@ Deno.test({
       results.every((r) => r.present && is(r.err, rollout.ProbeError)),
       String(results[0]!.err),
     );
+    // The CLI says "cannot tell" as null, never present beside the error.
+    const r = await stratum([
+      "rollout",
+      "restart",
+      "--kubeconfig",
+      cfg.kubeconfig,
+      "--kubectl",
+      c.cfg.binary ?? "kubectl",
+      "--json",
+    ], c.cliEnv());
+    assertEquals(r.code, 1, r.stderr);
+    const doc = JSON.parse(r.stdout);
+    assertEquals(doc.results.map((x: { present: unknown }) => x.present), Workloads4(null));
+    assertEquals(doc.results.map((x: { status: string }) => x.status), Workloads4("error"));
   },
 });
 

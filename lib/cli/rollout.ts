@@ -242,7 +242,9 @@ function report(
       results: results.map((r) => ({
         name: r.name,
         namespace: r.namespace,
-        present: r.present,
+        // A probe that could not tell (an error before any target) is
+        // neither present nor absent: null, not the library's "may run".
+        present: r.present && r.err !== undefined && r.targets.length === 0 ? null : r.present,
         status: statusOf(r),
         targets: r.targets.map((t) => ({
           target: t.target,

@@ -69,3 +69,24 @@ Deno.test("a refused bundle make changes nothing: BUNDLE.json, SHA256SUMS and th
   assertEquals(await read(), before, "the refused make rewrote the bundle");
   await Deno.remove(dir, { recursive: true });
 });
+
+Deno.test("every command's --help ends with an example, and help A B is A B --help", async () => {
+  const { commandTree, pathOf } = await import("../lib/cli/program.ts");
+  const groups = await import("./support/command_groups.ts");
+  const leaves: string[] = [];
+  const walk = (c: import("commander").Command) => {
+    if (c.commands.length === 0) leaves.push(pathOf(c));
+    c.commands.forEach(walk);
+  };
+  walk(commandTree(groups.allGroups()));
+  assert(leaves.length >= 18, leaves.join(", "));
+  const missing: string[] = [];
+  for (const path of leaves) {
+    const r = await stratum([...path.split(" "), "--help"]);
+    if (r.code !== 0 || !/\nExamples?( \([^)]*\))?:\n {2}\S/.test(r.stdout)) missing.push(path);
+  }
+  assertEquals(missing, [], "commands whose --help has no example");
+  const a = await stratum(["help", "migrate", "run"]);
+  const b = await stratum(["migrate", "run", "--help"]);
+  assertEquals([a.code, a.stdout], [0, b.stdout]);
+});

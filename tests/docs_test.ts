@@ -19,9 +19,9 @@ import * as isolation from "../lib/isolation/mod.ts";
 import { hostPaths } from "../lib/host/mod.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 import { makeBundle } from "./support/bundle.ts";
-import { stratum } from "./support/cli.ts";
 import { defaultKubectl, noKubectl, SimCluster, stratumWorkloads } from "./support/cluster.ts";
 import { lacking } from "../scripts/packages.ts";
+import { allGroups } from "./support/command_groups.ts";
 
 const repo = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
@@ -107,25 +107,7 @@ function problemOf(program: Command, line: string): string | undefined {
 
 /** The program's command tree, built as main.ts builds it (nothing runs). */
 function program(): Command {
-  const deps = {
-    systemctl: () => {
-      throw new Error("not run");
-    },
-    interrupted: new AbortController().signal,
-    selfCommand: { exec: ["stratum"] },
-    failpoint: undefined,
-    killSelf: () => {},
-  } as unknown as cli.Deps;
-  return cli.commandTree([
-    cli.rolloutGroup({
-      kubectl: () => Promise.reject(new Error("not run")),
-      commandLine: (a: string) => `kubectl ${a}`,
-      interrupted: new AbortController().signal,
-    } as unknown as cli.RolloutDeps),
-    cli.migrateGroup(deps),
-    cli.bundleGroup(),
-    cli.nodeGroup(deps),
-  ]);
+  return cli.commandTree(allGroups());
 }
 
 Deno.test("every stratum command line in README.md and docs/ names commands and options the program has", async () => {
@@ -140,6 +122,14 @@ Deno.test("every stratum command line in README.md and docs/ names commands and 
     .map((l) => ({ ...l, problem: problemOf(p, l.line) }))
     .filter((l) => l.problem);
   assertEquals(wrong.map((w) => `${w.doc}: ${w.line}: ${w.problem}`), []);
+});
+
+Deno.test("every example in the commands' --help names commands and options the program has", async () => {
+  const { examples } = await import("../lib/cli/examples.ts");
+  const p = program();
+  const wrong = Object.values(examples).flat().filter((l) => l.startsWith("stratum "))
+    .map((l) => [l, problemOf(p, l)]).filter(([, why]) => why);
+  assertEquals(wrong, []);
 });
 
 Deno.test("the command-line check fails a line that names what the program does not have", () => {

@@ -4,6 +4,7 @@ import { exitForError, failure } from "./failure.ts";
 import { Output } from "./output.ts";
 import { jsonFlag } from "./root_flags.ts";
 import { versionLine } from "./version.ts";
+import { examples } from "./examples.ts";
 
 export { version, versionLine } from "./version.ts";
 
@@ -35,6 +36,9 @@ export async function run(argv: string[], groups: Group[]): Promise<number> {
   // Flag errors happen before an action sees --json: look for it ourselves.
   const json = new Output(argv.includes("--json"));
   const program = commandTree(groups, ctx, out);
+  // `stratum help migrate run` is `stratum migrate run --help` (commander's
+  // own help command reads one level only).
+  if (argv[0] === "help" && argv.length > 1) argv = [...argv.slice(1), "--help"];
   try {
     await program.parseAsync(argv, { from: "user" });
   } catch (err) {
@@ -87,8 +91,17 @@ export function commandTree(
   for (const g of groups) g(program, ctx);
   for (const c of allCommands(program)) {
     c.exitOverride().configureOutput(program.configureOutput());
+    const ex = examples[pathOf(c)];
+    if (ex) c.addHelpText("after", `\nExample${ex.length > 1 ? "s" : ""}:\n  ${ex.join("\n  ")}`);
   }
   return program;
+}
+
+/** "migrate run" for the command `stratum migrate run`. */
+export function pathOf(c: Command): string {
+  const names: string[] = [];
+  for (let at: Command | null = c; at?.parent; at = at.parent) names.unshift(at.name());
+  return names.join(" ");
 }
 
 function allCommands(c: Command): Command[] {

@@ -16,7 +16,7 @@ import { lacking } from "../../scripts/packages.ts";
 const buildScript = new URL("./vm/build.sh", import.meta.url).pathname;
 
 /** Why VM tests cannot run here, or undefined. */
-export const vmUnavailable: string | undefined = await (async () => {
+export const vmUnavailable: string | undefined = (() => {
   if (Deno.uid() !== 0) return "the VM image build needs root (mmdebstrap --mode=root)";
   for (const pkg of ["qemu-system-x86", "mmdebstrap", "busybox-static", "cpio", "kmod"]) {
     const why = lacking(pkg);

@@ -90,3 +90,57 @@ Deno.test("every command's --help ends with an example, and help A B is A B --he
   const b = await stratum(["migrate", "run", "--help"]);
   assertEquals([a.code, a.stdout], [0, b.stdout]);
 });
+
+/** A scratch --root installed in host mode (slot a from `bundle`'s host directory). */
+async function installedRoot(bundleDir: string): Promise<string> {
+  const { hostPaths } = await import("../lib/host/mod.ts");
+  const isolation = await import("../lib/isolation/mod.ts");
+  const root = await scratchRoot();
+  const paths = hostPaths(root);
+  await isolation.writeNodeConfig(paths.nodeConfig, { mode: "host", slot: "a", node: "n1" });
+  await Deno.mkdir(paths.slotsDir, { recursive: true });
+  await new Deno.Command("cp", { args: ["-a", join(bundleDir, "host"), paths.slot("a")] }).output();
+  return root;
+}
+
+Deno.test("migrate plan --strategy reprovision prints the reprovision's steps; --wipe-state needs it", async () => {
+  const dir = await makeBundle(await Deno.makeTempDir({ prefix: "stratum-plan-" }), {
+    stateless: true,
+  });
+  const root = await installedRoot(dir);
+  const args = ["migrate", "plan", "--to", "nspawn", "--bundle", dir, "--root", root, "--json"];
+  const inPlace = await stratum(args);
+  assertEquals(inPlace.code, 0, inPlace.stderr);
+  const a = JSON.parse(inPlace.stdout);
+  assertEquals([a.strategy, a.steps.map((s: { step: string }) => s.step).includes("preparing")], [
+    "in-place",
+    true,
+  ]);
+  const r = await stratum([...args, "--strategy", "reprovision"]);
+  assertEquals(r.code, 0, r.stderr);
+  const doc = JSON.parse(r.stdout);
+  assertEquals(doc.strategy, "reprovision");
+  assertEquals(doc.steps.map((s: { step: string }) => s.step), [
+    "(preflight)",
+    "(download)",
+    "reprovisioning",
+    "bootstrapping",
+    "bootstrapped",
+  ]);
+  const text = await stratum([...args.slice(0, -1), "--strategy", "reprovision", "--wipe-state"]);
+  assertEquals(text.code, 0, text.stderr);
+  assert(text.stdout.startsWith("Reprovision of this node"), text.stdout);
+  assert(text.stdout.includes("empty the state directories"), text.stdout);
+  const bad = await stratum([...args, "--wipe-state"]);
+  assertEquals(bad.code, 2, bad.stderr);
+  assert(bad.stderr.includes("--strategy reprovision"), bad.stderr);
+  assertEquals(
+    await Deno.stat(join(root, "var/lib/stratum/slots/b")).catch(() => undefined),
+    undefined,
+  );
+  assertEquals(
+    await Deno.stat(join(root, "var/lib/stratum/migration.json")).catch(() => undefined),
+    undefined,
+    "a plan writes no journal",
+  );
+});

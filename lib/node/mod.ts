@@ -53,7 +53,7 @@ export {
   type InstallStep,
   installSteps,
 } from "./install.ts";
-export { plan, type PlannedStep } from "./plan.ts";
+export { plan, planMigration, type Planned, type PlannedStep, planReprovision } from "./plan.ts";
 export { handoffStore, installFailpoint, withFailpoint } from "./failpoint.ts";
 export { type ReprovisionOptions, reprovisionSpec } from "./reprovision.ts";
 export { dropWipeRequest, requestWipe, wipeRequested } from "./wipe_state.ts";

@@ -1,5 +1,10 @@
 import type * as host from "../host/mod.ts";
+import { messageOf } from "../errors/mod.ts";
 import * as isolation from "../isolation/mod.ts";
+import * as migrate from "../migrate/mod.ts";
+import { appliedNode, nextFor } from "./applied.ts";
+import { preflight } from "./preflight.ts";
+import { loadJournal } from "./recorded.ts";
 
 /** One step of a migration as `stratum migrate plan` shows it. */
 export interface PlannedStep {
@@ -85,4 +90,126 @@ export function plan(o: {
     },
     { step: "complete", does: "done", changes: "-", undo: "-" },
   ];
+}
+
+/** The steps a reprovision will take: the handoff resets the node, then installs it in the target mode. */
+export function planReprovision(o: {
+  paths: host.HostPaths;
+  from: isolation.Mode;
+  to: isolation.Mode;
+  bundle?: string;
+  wipeState?: boolean;
+}): PlannedStep[] {
+  const { paths, from, to } = o;
+  return [
+    {
+      step: "(preflight)",
+      does: `check: modes differ, ${
+        to === "nspawn" ? "systemd-nspawn installed, " : ""
+      }bundle verifies, disk space, the target's state directories are the node's marked data (or new to it)${
+        o.wipeState ? ", the wipe can finish (no mount below a state directory)" : ""
+      }`,
+      changes: "nothing",
+      undo: "-",
+    },
+    {
+      step: "(download)",
+      does: o.bundle
+        ? `copy ${o.bundle}/${to} to ${paths.bundle(to)} and verify every file`
+        : `verify the installed bundle ${paths.bundle(to)}`,
+      changes: o.bundle ? paths.bundle(to) : "nothing",
+      undo: "not needed: the source does not use it",
+    },
+    {
+      step: "reprovisioning",
+      does:
+        `record the journal, install the boot unit, start the handoff (${"stratum-reprovision.service"}), which resets the node: stop and destroy both slots (${from} mode)${
+          o.wipeState ? ", empty the state directories (--wipe-state)" : ", the node's data kept"
+        }, remove leftover links and chains, move ${paths.nodeConfig} aside, undo ${from} mode's host preparation`,
+      changes: `the node stack stops: downtime starts here; ${paths.slotsDir}, ${paths.nodeConfig}`,
+      undo: "not undone: the handoff goes on to the bootstrap (a reprovision replaces the node)",
+    },
+    {
+      step: "bootstrapping",
+      does: `install the node in ${to} mode from ${
+        paths.bundle(to)
+      } (node install), retried up to 3 times`,
+      changes: `slot a (${to} mode), ${paths.nodeConfig}, ${to} mode's host preparation`,
+      undo: "not undone: after the third failed attempt the journal says failed (needs attention)",
+    },
+    { step: "bootstrapped", does: "done", changes: "-", undo: "-" },
+  ];
+}
+
+/** What `stratum migrate plan` found: the steps, and preflight's verdict. */
+export interface Planned {
+  readonly current: isolation.NodeConfig;
+  readonly to: isolation.Mode;
+  readonly strategy: migrate.Strategy;
+  readonly steps: readonly PlannedStep[];
+  /** Why the migration would be refused, or undefined when preflight passed. */
+  readonly refused?: string;
+  readonly checked?: Awaited<ReturnType<typeof preflight>>;
+}
+
+/**
+ * `stratum migrate plan`: the steps a migration of this node would take,
+ * in the strategy asked for, and whether preflight passes. Changes nothing:
+ * no lock, no journal, no download (preflight verifies the bundle where it
+ * is). A journal in the way is a refusal naming what to do about it.
+ */
+export async function planMigration(o: {
+  paths: host.HostPaths;
+  to: isolation.Mode;
+  strategy: migrate.Strategy;
+  bundle?: string;
+  requireSignature?: boolean;
+  allowDowngrade?: boolean;
+  wipeState?: boolean;
+  waitReadyMs: number;
+}): Promise<Planned> {
+  const { paths, to } = o;
+  const j = await loadJournal(new migrate.JournalStore(paths.journal));
+  const current = await appliedNode(paths);
+  const reprovision = o.strategy === migrate.StrategyReprovision;
+  const steps = reprovision
+    ? planReprovision({
+      paths,
+      from: current.mode,
+      to,
+      ...(o.bundle ? { bundle: o.bundle } : {}),
+      ...(o.wipeState ? { wipeState: true } : {}),
+    })
+    : plan({
+      paths,
+      from: current.mode,
+      to,
+      sourceSlot: current.slot,
+      ...(o.bundle ? { bundle: o.bundle } : {}),
+      waitReadyMs: o.waitReadyMs,
+    });
+  const base = { current, to, strategy: o.strategy, steps };
+  if (j) return { ...base, refused: `A migration journal exists (step ${j.step}): ${nextFor(j)}` };
+  try {
+    const checked = await preflight({
+      paths,
+      from: current.mode,
+      to,
+      sourceSlot: current.slot,
+      bundleModeDir: o.bundle ? `${o.bundle}/${to}` : paths.bundle(to),
+      ...(o.requireSignature ? { requireSignature: true } : {}),
+      ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
+    });
+    if (reprovision && o.wipeState) {
+      const source = await isolation.readStack(paths.slot(current.slot)).then(
+        (s) => s.state,
+        () => [] as readonly string[],
+      );
+      const target = checked.state.map((p) => p.path);
+      await isolation.checkWipe(paths, [...new Set([...source, ...target])]);
+    }
+    return { ...base, checked };
+  } catch (err) {
+    return { ...base, refused: messageOf(err) };
+  }
 }

@@ -1,11 +1,10 @@
 import type { Command } from "commander";
 import { Option } from "commander";
-import { messageOf } from "../../errors/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
-import { ExitOK, ExitUsage } from "../exit.ts";
+import { ErrUsage, ExitOK, ExitUsage } from "../exit.ts";
 import type { Deps } from "../deps.ts";
 import {
   checkMode,
@@ -42,6 +41,10 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
       new Option("--wait-ready <duration>", "how long the target may take to become healthy")
         .default("2m"),
     )
+    .option(
+      "--wipe-state",
+      "with --strategy reprovision: the reset empties the node's state directories (the plan checks the wipe can finish)",
+    )
     .action(
       async (
         opts: Common & {
@@ -50,53 +53,39 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
           bundle?: string;
           requireSignature?: boolean;
           allowDowngrade?: boolean;
+          wipeState?: boolean;
           waitReady: string;
         },
       ) => {
         const out = ctx.output(opts);
         const to = checkMode(opts.to);
-        checkStrategy(opts.strategy);
+        const strategy = checkStrategy(opts.strategy);
+        if (opts.wipeState && strategy !== migrate.StrategyReprovision) {
+          throw new ErrUsage("--wipe-state goes with --strategy reprovision only");
+        }
         const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
         const paths = await rootPaths(opts.root);
-        const store = new migrate.JournalStore(paths.journal);
-        const j = await node.loadJournal(store);
-        const current = await node.appliedNode(paths);
-        const steps = node.plan({
+        const p = await node.planMigration({
           paths,
-          from: current.mode,
           to,
-          sourceSlot: current.slot,
+          strategy,
           ...(opts.bundle ? { bundle: opts.bundle } : {}),
+          ...(opts.requireSignature ? { requireSignature: true } : {}),
+          ...(opts.allowDowngrade ? { allowDowngrade: true } : {}),
+          ...(opts.wipeState ? { wipeState: true } : {}),
           waitReadyMs,
         });
-        let refused: string | undefined = j
-          ? `A migration journal exists (step ${j.step}): ${node.nextFor(j)}`
-          : undefined;
-        let checked: Awaited<ReturnType<typeof node.preflight>> | undefined;
-        if (!refused) {
-          try {
-            checked = await node.preflight({
-              paths,
-              from: current.mode,
-              to,
-              sourceSlot: current.slot,
-              bundleModeDir: opts.bundle ? `${opts.bundle}/${to}` : paths.bundle(to),
-              ...(opts.requireSignature ? { requireSignature: true } : {}),
-              ...(opts.allowDowngrade ? { allowDowngrade: true } : {}),
-            });
-            for (const w of checked.warnings) out.log(`warning: ${w}`);
-          } catch (err) {
-            refused = messageOf(err);
-          }
-        }
+        const { current, steps, refused, checked } = p;
+        for (const w of checked?.warnings ?? []) out.log(`warning: ${w}`);
+        const inPlace = strategy === migrate.StrategyInPlace;
         out.result(
           {
             outcome: refused ? "refused" : "planned",
             from: current.mode,
             to,
-            strategy: "in-place",
+            strategy,
             sourceSlot: current.slot,
-            targetSlot: isolation.otherSlot(current.slot),
+            targetSlot: inPlace ? isolation.otherSlot(current.slot) : "a",
             preflight: refused ? { ok: false, message: refused } : { ok: true, ...checked },
             steps,
             nextAction: refused
@@ -104,9 +93,11 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
               : "stratum migrate run with the same flags",
           },
           () => [
-            `Migration of this node from ${current.mode} (slot ${current.slot}) to ${to} (slot ${
-              isolation.otherSlot(current.slot)
-            }), in place:`,
+            inPlace
+              ? `Migration of this node from ${current.mode} (slot ${current.slot}) to ${to} (slot ${
+                isolation.otherSlot(current.slot)
+              }), in place:`
+              : `Reprovision of this node from ${current.mode} to ${to}: a reset, then a fresh install in ${to} mode (slot a):`,
             ...steps.flatMap((s, i) => [
               `${String(i + 1).padStart(2)}. ${s.step}: ${s.does}`,
               `      changes: ${s.changes}`,
@@ -118,9 +109,11 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
               : `Preflight passed: bundle of ${checked!.bundleFiles} files verified${
                 checked!.keyId ? `, signed by trusted key ${checked!.keyId}` : ""
               }, ${Math.round(checked!.freeBytes / 1048576)} MiB free. Nothing was changed.`,
-            ...(checked?.state ?? []).map((p) =>
-              `state ${p.path}: ${
-                p.action === "keep"
+            ...(checked?.state ?? []).map((s) =>
+              `state ${s.path}: ${
+                opts.wipeState
+                  ? "emptied by the reset (--wipe-state), then claimed by the install"
+                  : s.action === "keep"
                   ? "the node's data, used in place (never copied or removed)"
                   : "new to the target: made and marked at prepare"
               }`

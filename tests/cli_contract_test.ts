@@ -144,3 +144,47 @@ Deno.test("migrate plan --strategy reprovision prints the reprovision's steps; -
     "a plan writes no journal",
   );
 });
+
+Deno.test("every --json document says its outcome and the operator's next action (docs/cli.md)", async () => {
+  const dir = await makeBundle(await Deno.makeTempDir({ prefix: "stratum-json-" }), {
+    stateless: true,
+  });
+  const root = await scratchRoot();
+  const installed = await installedRoot(dir);
+  const key = join(dir, "k.pem");
+  await new Deno.Command("openssl", { args: ["genpkey", "-algorithm", "ed25519", "-out", key] })
+    .output();
+  const cases: string[][] = [
+    ["rollout", "list"],
+    ["rollout", "owned", "deploy", "coredns", "-n", "kube-system"],
+    ["rollout", "owned", "deploy", "metrics-server", "-n", "kube-system"],
+    ["rollout", "commands"],
+    ["bundle", "make", dir],
+    ["bundle", "sign", dir, "--key", key],
+    ["bundle", "verify", dir],
+    ["bundle", "verify", "/nonexistent"],
+    ["migrate", "plan", "--to", "nspawn", "--root", root],
+    ["migrate", "plan", "--to", "nspawn", "--bundle", dir, "--root", installed],
+    ["migrate", "status", "--root", root],
+    ["migrate", "resume", "--root", root],
+    ["migrate", "ack", "--root", root],
+    ["migrate", "run", "--to", "vm", "--root", root],
+    ["node", "status", "--root", root],
+    ["node", "history", "--root", root],
+    ["node", "install", "--mode", "host", "--bundle", "/nonexistent", "--root", root],
+    ["node", "upgrade", "--bundle", dir, "--root", root],
+    ["node", "rollback", "--root", root],
+  ];
+  const lacking: string[] = [];
+  for (const args of cases) {
+    const r = await stratum([...args, "--json"]);
+    let doc: Record<string, unknown> | undefined;
+    try {
+      doc = JSON.parse(r.stdout);
+    } catch { /* reported below */ }
+    if (typeof doc?.outcome !== "string" || typeof doc?.nextAction !== "string") {
+      lacking.push(`${args.join(" ")} (exit ${r.code}): ${r.stdout.slice(0, 120)}`);
+    }
+  }
+  assertEquals(lacking, []);
+});

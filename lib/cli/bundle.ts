@@ -61,7 +61,11 @@ export function bundleGroup() {
           made.push({ mode, version, ...(await usage(bundle.makeManifest(join(dir, mode)))) });
         }
         out.result(
-          { outcome: "made", modes: made },
+          {
+            outcome: "made",
+            modes: made,
+            nextAction: `sign it: stratum bundle sign ${dir} --key KEY.pem (or with openssl)`,
+          },
           () =>
             made.map((m) =>
               `${m.mode} (version ${m.version}): ${bundle.manifestName} lists ${m.files} files, ${m.bytes} bytes`
@@ -95,7 +99,13 @@ export function bundleGroup() {
           await writeFileDurable(join(dir, mode, bundle.signatureName), sig, { mode: 0o644 });
         }
         out.result(
-          { outcome: "signed", keyId: key.id, modes, publicKey: key.publicPem },
+          {
+            outcome: "signed",
+            keyId: key.id,
+            modes,
+            publicKey: key.publicPem,
+            nextAction: `install the public key on the nodes as /etc/stratum/trust/<name>.pem`,
+          },
           () => [
             `signed ${modes.join(", ")} with key ${key.id}`,
             "nodes trust it with this public key in /etc/stratum/trust/<name>.pem:",
@@ -164,6 +174,7 @@ export function bundleGroup() {
               ...(refused ? { message: refused } : {}),
               trustedKeys: (policy.trust ?? []).map((k) => k.id),
               modes: verified,
+              nextAction: refused ? "fix what the message names; the bundle is not used" : "none",
             },
             () =>
               refused

@@ -82,7 +82,7 @@ export function rolloutGroup(deps: RolloutDeps) {
       .action((opts: ConnFlags) => {
         const out = ctx.output(opts);
         const commands = rollout.restartCommands(deps.commandLine(config(opts)));
-        out.result({ commands }, () => commands);
+        out.result({ outcome: "listed", commands, nextAction: "none" }, () => commands);
       });
 
     group.command("list")
@@ -91,7 +91,7 @@ export function rolloutGroup(deps: RolloutDeps) {
       .action((opts: { json?: boolean }) => {
         const out = ctx.output(opts);
         out.result(
-          { workloads: rollout.Workloads },
+          { outcome: "listed", workloads: rollout.Workloads, nextAction: "none" },
           () =>
             rollout.Workloads.map((w) =>
               `${w.name}\tnamespace ${w.namespace}\tprobe ${w.probe}\ttargets ${
@@ -119,7 +119,14 @@ export function rolloutGroup(deps: RolloutDeps) {
         }
         const owned = rollout.owned(k, name, opts.namespace);
         out.result(
-          { kind, name, namespace: opts.namespace, owned },
+          {
+            outcome: owned ? "owned" : "not-owned",
+            kind,
+            name,
+            namespace: opts.namespace,
+            owned,
+            nextAction: "none",
+          },
           () => [`${kind} ${opts.namespace}/${name}: ${owned ? "owned" : "not owned"} by Stratum`],
         );
         ctx.exitCode = owned ? ExitOK : ExitFailed;

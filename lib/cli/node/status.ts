@@ -56,7 +56,12 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
     applied = await isolation.readNodeConfig(paths.nodeConfig);
   } catch (err) {
     out.error(messageOf(err));
-    out.result({ installed: null, message: messageOf(err) }, () => []);
+    out.result({
+      outcome: "needs-attention",
+      installed: null,
+      message: messageOf(err),
+      nextAction: `inspect ${paths.nodeConfig}: it cannot be read`,
+    }, () => []);
     ctx.exitCode = ExitAttention;
     return;
   }
@@ -70,6 +75,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   if (!applied) {
     out.result(
       {
+        outcome: journalError ? "needs-attention" : "not-installed",
         installed: false,
         journal: journal?.step ?? null,
         ...(journalError ? { journalError } : {}),
@@ -146,8 +152,10 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
     probe(),
   ]);
   const healthy = active && answers;
+  const needsAttention = !bundleCheck.verified || journalError !== undefined;
   out.result(
     {
+      outcome: needsAttention ? "needs-attention" : healthy ? "healthy" : "not-healthy",
       installed: true,
       mode: applied.mode,
       slot: applied.slot,
@@ -164,6 +172,15 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       health: { unit, active, url: stack?.health.url ?? null, healthy },
       journal: journal?.step ?? null,
       ...(journalError ? { journalError } : {}),
+      nextAction: !bundleCheck.verified
+        ? "the installed bundle does not verify: reinstall it (stratum node upgrade --bundle DIR) or inspect it"
+        : journalError
+        ? "the journal cannot be read: stratum migrate status"
+        : journal
+        ? "a migration journal exists: stratum migrate status"
+        : healthy
+        ? "none"
+        : `the stack is not healthy: systemctl status ${unit}`,
     },
     () => [
       `mode: ${applied.mode}, slot ${applied.slot}, node ${applied.node}`,
@@ -195,9 +212,5 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
     ],
   );
   // A copy that does not verify needs attention whatever the stack does.
-  ctx.exitCode = !bundleCheck.verified || journalError
-    ? ExitAttention
-    : active && healthy
-    ? ExitOK
-    : ExitFailed;
+  ctx.exitCode = needsAttention ? ExitAttention : active && healthy ? ExitOK : ExitFailed;
 }

@@ -15,6 +15,34 @@ export interface PlannedStep {
   readonly undo: string;
 }
 
+/** The checks and the download both strategies start with, before the journal. */
+function unrecorded(
+  paths: host.HostPaths,
+  to: isolation.Mode,
+  bundle: string | undefined,
+  slot: string,
+  more: string,
+): PlannedStep[] {
+  return [
+    {
+      step: "(preflight)",
+      does: `check: modes differ, ${
+        to === "nspawn" ? "systemd-nspawn installed, " : ""
+      }bundle verifies, ${slot}disk space, the target's state directories are the node's marked data (or new to it)${more}`,
+      changes: "nothing",
+      undo: "-",
+    },
+    {
+      step: "(download)",
+      does: bundle
+        ? `copy ${bundle}/${to} to ${paths.bundle(to)} and verify every file`
+        : `verify the installed bundle ${paths.bundle(to)}`,
+      changes: bundle ? paths.bundle(to) : "nothing",
+      undo: "not needed: the source does not use it",
+    },
+  ];
+}
+
 /** The steps an in-place migration will take on this node, with what each changes and how it is undone. */
 export function plan(o: {
   paths: host.HostPaths;
@@ -30,22 +58,7 @@ export function plan(o: {
   const ta = isolation.targetUnit(a);
   const tb = isolation.targetUnit(b);
   return [
-    {
-      step: "(preflight)",
-      does: `check: modes differ, ${
-        to === "nspawn" ? "systemd-nspawn installed, " : ""
-      }bundle verifies, slot ${b} free, disk space, the target's state directories are the node's marked data (or new to it)`,
-      changes: "nothing",
-      undo: "-",
-    },
-    {
-      step: "(download)",
-      does: o.bundle
-        ? `copy ${o.bundle}/${to} to ${paths.bundle(to)} and verify every file`
-        : `verify the installed bundle ${paths.bundle(to)}`,
-      changes: o.bundle ? paths.bundle(to) : "nothing",
-      undo: "not needed: the source does not use it",
-    },
+    ...unrecorded(paths, to, o.bundle, `slot ${b} free, `, ""),
     {
       step: "preparing",
       does: `snapshot host config; build slot ${b} (${to} mode) and load its units, not started`,
@@ -102,24 +115,13 @@ export function planReprovision(o: {
 }): PlannedStep[] {
   const { paths, from, to } = o;
   return [
-    {
-      step: "(preflight)",
-      does: `check: modes differ, ${
-        to === "nspawn" ? "systemd-nspawn installed, " : ""
-      }bundle verifies, disk space, the target's state directories are the node's marked data (or new to it)${
-        o.wipeState ? ", the wipe can finish (no mount below a state directory)" : ""
-      }`,
-      changes: "nothing",
-      undo: "-",
-    },
-    {
-      step: "(download)",
-      does: o.bundle
-        ? `copy ${o.bundle}/${to} to ${paths.bundle(to)} and verify every file`
-        : `verify the installed bundle ${paths.bundle(to)}`,
-      changes: o.bundle ? paths.bundle(to) : "nothing",
-      undo: "not needed: the source does not use it",
-    },
+    ...unrecorded(
+      paths,
+      to,
+      o.bundle,
+      "",
+      o.wipeState ? ", the wipe can finish (no mount below a state directory)" : "",
+    ),
     {
       step: "reprovisioning",
       does:

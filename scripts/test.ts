@@ -45,8 +45,11 @@ const perms = [
   "--allow-sys",
 ];
 const files = Deno.args.length > 0 ? Deno.args : ["tests/"];
+// Two test files at a time (one per core): most of a sandbox test's time is
+// systemd, a stack starting and a VM booting, not this process. Every test
+// file is independent (its own namespaces, ports, scratch directories).
 const t = await new Deno.Command(Deno.execPath(), {
-  args: ["test", ...perms, ...files],
+  args: ["test", "--parallel", ...perms, ...files],
   cwd: root,
   stdin: "null",
   env,

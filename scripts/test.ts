@@ -18,7 +18,12 @@ try {
   Deno.exit(1);
 }
 
-const env: Record<string, string> = {};
+// The VM's power cuts: the one right after `node install` here (about two
+// minutes with the image build); CI sets STRATUM_VM_TESTS=ci for three, and
+// `deno task test:vm` runs all of them.
+const env: Record<string, string> = {
+  STRATUM_VM_TESTS: Deno.env.get("STRATUM_VM_TESTS") ?? "install",
+};
 for (const arch of ["x86_64", "aarch64"]) {
   const bin = join(root, `dist/stratum-linux-${arch}`);
   const o = await new Deno.Command("bash", {

@@ -185,6 +185,10 @@ Deno.test("every --json document says its outcome and the operator's next action
     if (typeof doc?.outcome !== "string" || typeof doc?.nextAction !== "string") {
       lacking.push(`${args.join(" ")} (exit ${r.code}): ${r.stdout.slice(0, 120)}`);
     }
+    // One vocabulary: a bundle is `bundle.digest` (or a mode's `digest`), never these.
+    for (const old of ["bundleDigest", "manifestDigest", "bundleFiles", "bundleBytes"]) {
+      if (r.stdout.includes(`"${old}"`)) lacking.push(`${args.join(" ")}: says ${old}`);
+    }
   }
   assertEquals(lacking, []);
 });

@@ -51,7 +51,7 @@ for (const mode of ["host", "nspawn"] as const) {
         true,
         true,
       ]);
-      assertEquals(st.doc.bundle.digest, first.doc.bundleDigest);
+      assertEquals(st.doc.bundle.digest, first.doc.bundle.digest);
     },
   });
 }

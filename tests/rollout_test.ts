@@ -449,6 +449,12 @@ current-context: x
   },
 });
 
+if (!noKubectl && !kubectlVersions.some((v) => v.minor === "33")) {
+  console.error(
+    "the watch-list test is skipped: kubectl 1.33 is not on this machine (/usr/lib/google-cloud-sdk/bin/kubectl.1.33)",
+  );
+}
+
 Deno.test({
   name: "a newer kubectl's watch-list request gets the initial-events bookmark",
   ignore: ignore || !kubectlVersions.some((v) => v.minor === "33"),

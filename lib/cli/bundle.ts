@@ -173,7 +173,15 @@ export function bundleGroup() {
               outcome: refused ? "refused" : "verified",
               ...(refused ? { message: refused } : {}),
               trustedKeys: (policy.trust ?? []).map((k) => k.id),
-              modes: verified,
+              modes: verified.map((v) => ({
+                mode: v.mode,
+                digest: v.manifestDigest,
+                files: v.files,
+                bytes: v.bytes,
+                ...(v.keyId ? { keyId: v.keyId } : {}),
+                ...(v.identity ? { version: v.identity.version } : {}),
+                warnings: v.warnings,
+              })),
               nextAction: refused ? "fix what the message names; the bundle is not used" : "none",
             },
             () =>

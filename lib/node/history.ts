@@ -26,7 +26,7 @@ export interface HistoryEvent {
   readonly asked: string;
   readonly from?: Place;
   readonly to?: Place;
-  /** complete, rolled-back, failed, refused, installed, already-installed, ... */
+  /** complete, rolled-back, failed, installed, handed-off, ... (a refusal changed nothing: no event) */
   readonly outcome: string;
   readonly failedStep?: string;
   readonly message?: string;

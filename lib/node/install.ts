@@ -104,9 +104,10 @@ export async function install(o: InstallOptions): Promise<Installed> {
     }
     return r;
   } catch (err) {
+    // A refusal changed nothing, history included; a failure part-way did.
     const refused = err instanceof ErrInstalledOtherwise || err instanceof bundle.BundleError ||
       err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState;
-    await event(refused ? "refused" : "failed", { message: messageOf(err) });
+    if (!refused) await event("failed", { message: messageOf(err) });
     throw err;
   }
 }

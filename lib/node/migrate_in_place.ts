@@ -75,6 +75,9 @@ export async function runRecorded(
   const targetSlot = isolation.otherSlot(current.slot);
   const error = m.result.error;
   const failed = migrate.find(error, migrate.ActionError);
+  // A refusal before the first change (no journal was written) changed
+  // nothing, history included: bad input leaves the node as it was.
+  if (!m.journal && error) return m;
   await appendHistory(o.paths, {
     event: o.event ?? "migrate",
     asked: o.event === "upgrade" || o.event === "rollback"
@@ -84,7 +87,7 @@ export async function runRecorded(
     to: m.journal?.step === migrate.StepComplete
       ? await placeOf(o.paths, o.to, targetSlot)
       : { mode: o.to, slot: targetSlot, ...(verified ? { digest: verified.manifestDigest } : {}) },
-    outcome: m.journal?.step ?? (error ? "refused" : "complete"),
+    outcome: m.journal?.step ?? "complete",
     ...(failed ? { failedStep: failed.action } : {}),
     ...(error ? { message: messageOf(error) } : {}),
     startedAt: startedAt.toISOString(),

@@ -10,6 +10,7 @@ import { ErrBadRequest } from "./errors.ts";
 import { type LockOptions, withLock } from "./lock.ts";
 import { bundlePolicy, preflight, stackOf } from "./preflight.ts";
 import { dropWipeRequest, requestWipe } from "./wipe_state.ts";
+import { appendHistory, placeOf } from "./history.ts";
 
 /** The handoff's transient unit: one fixed name, so systemd itself refuses a second. */
 export const handoffUnit = "stratum-reprovision.service";
@@ -150,6 +151,15 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
         }`,
       );
     }
+    await appendHistory(paths, {
+      event: "reprovision",
+      asked: `migrate run --strategy reprovision --to ${o.to}${o.wipeState ? " --wipe-state" : ""}`,
+      from: await placeOf(paths, current.mode, current.slot),
+      to: { mode: o.to },
+      outcome: "handed-off",
+      startedAt: startedAt.toISOString(),
+      endedAt: new Date().toISOString(),
+    }, o.log);
     return journal;
   });
 }

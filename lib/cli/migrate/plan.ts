@@ -86,7 +86,21 @@ export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
             strategy,
             sourceSlot: current.slot,
             targetSlot: inPlace ? isolation.otherSlot(current.slot) : "a",
-            preflight: refused ? { ok: false, message: refused } : { ok: true, ...checked },
+            preflight: refused || !checked ? { ok: false, message: refused } : {
+              ok: true,
+              bundle: {
+                digest: checked.verified.manifestDigest,
+                files: checked.bundleFiles,
+                bytes: checked.bundleBytes,
+                ...(checked.keyId ? { keyId: checked.keyId } : {}),
+                ...(checked.verified.identity
+                  ? { version: checked.verified.identity.version }
+                  : {}),
+              },
+              freeBytes: checked.freeBytes,
+              state: checked.state,
+              warnings: checked.warnings,
+            },
             steps,
             nextAction: refused
               ? "fix what the message names; nothing was changed"

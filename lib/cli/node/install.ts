@@ -117,7 +117,16 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
       }
       for (const w of r.warnings) out.log(`warning: ${w}`);
       out.result(
-        { outcome: r.changed ? "installed" : "already-installed", ...r, nextAction: "none" },
+        {
+          outcome: r.changed ? "installed" : "already-installed",
+          changed: r.changed,
+          mode: r.mode,
+          slot: r.slot,
+          node: r.node,
+          bundle: { digest: r.bundleDigest, ...(r.keyId ? { keyId: r.keyId } : {}) },
+          warnings: r.warnings,
+          nextAction: "none",
+        },
         () => [
           r.changed
             ? `installed: ${r.mode} mode, slot ${r.slot}, node ${r.node}, healthy`

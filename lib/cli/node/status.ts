@@ -8,6 +8,7 @@ import { ExitAttention, ExitFailed, ExitOK } from "../exit.ts";
 import { type Common, common, rootPaths } from "../root_flags.ts";
 import type { Context } from "../program.ts";
 import type { Deps } from "../deps.ts";
+import { journalDoc } from "../report.ts";
 
 /** How long a health verdict is retried before it says "not healthy". */
 export const healthDeadlineMs = 5000;
@@ -77,7 +78,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       {
         outcome: journalError ? "needs-attention" : "not-installed",
         installed: false,
-        journal: journal?.step ?? null,
+        journal: journalDoc(journal),
         ...(journalError ? { journalError } : {}),
         nextAction: "stratum node install",
       },
@@ -170,7 +171,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       previous: previous ? { slot: other, digest: previous } : null,
       kept,
       health: { unit, active, url: stack?.health.url ?? null, healthy },
-      journal: journal?.step ?? null,
+      journal: journalDoc(journal),
       ...(journalError ? { journalError } : {}),
       nextAction: !bundleCheck.verified
         ? "the installed bundle does not verify: reinstall it (stratum node upgrade --bundle DIR) or inspect it"

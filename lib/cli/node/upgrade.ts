@@ -97,7 +97,7 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
               outcome: "already-installed",
               exitCode: ExitOK,
               mode: r.mode,
-              bundleDigest: r.digest,
+              bundle: { digest: r.digest },
               nextAction: "none",
               journal: null,
             },

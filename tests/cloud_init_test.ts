@@ -89,7 +89,7 @@ Deno.test({
       assertEquals(r.code, 0, r.stderr);
       const doc = JSON.parse(r.stdout);
       assertEquals([doc.outcome, doc.mode], ["installed", "nspawn"]);
-      assert(doc.keyId, "the bundle was checked against the written key");
+      assert(doc.bundle.keyId, "the bundle was checked against the written key");
     }
     const s = await n.state();
     assertEquals(s.active, { a: true, b: false });

@@ -16,7 +16,7 @@ import {
   stratumWorkloads,
 } from "../tests/support/cluster.ts";
 import { repoRoot, Sandbox, whyNspawnUnavailable } from "../tests/support/sandbox.ts";
-import { ensurePackages, SetupError } from "./setup.ts";
+import { setupOrExit } from "./setup.ts";
 
 const bold = (s: string) => (Deno.stdout.isTerminal() ? `\x1b[1m${s}\x1b[0m` : s);
 const say = (s: string) => console.log(`\n${bold(`== ${s}`)}`);
@@ -35,13 +35,7 @@ async function shown(
 }
 
 // What the demo drives is installed first (as root, with apt), or named.
-try {
-  await ensurePackages("demo");
-} catch (err) {
-  if (!(err instanceof SetupError)) throw err;
-  console.error(err.message);
-  Deno.exit(1);
-}
+await setupOrExit("demo");
 // Checked now, with the packages there.
 const unavailable = await whyNspawnUnavailable();
 if (unavailable) {

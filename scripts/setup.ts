@@ -57,12 +57,8 @@ export async function ensurePackages(purpose: Purpose): Promise<void> {
   }
 }
 
-if (import.meta.main) {
-  const purpose = (Deno.args[0] ?? "test") as Purpose;
-  if (purpose !== "demo" && purpose !== "test") {
-    console.error(`setup: unknown purpose ${JSON.stringify(Deno.args[0])} (want demo or test)`);
-    Deno.exit(2);
-  }
+/** ensurePackages, or the one line that says what is missing and exit 1: for the task scripts. */
+export async function setupOrExit(purpose: Purpose): Promise<void> {
   try {
     await ensurePackages(purpose);
   } catch (err) {
@@ -70,4 +66,13 @@ if (import.meta.main) {
     console.error(err.message);
     Deno.exit(1);
   }
+}
+
+if (import.meta.main) {
+  const purpose = (Deno.args[0] ?? "test") as Purpose;
+  if (purpose !== "demo" && purpose !== "test") {
+    console.error(`setup: unknown purpose ${JSON.stringify(Deno.args[0])} (want demo or test)`);
+    Deno.exit(2);
+  }
+  await setupOrExit(purpose);
 }

@@ -6,17 +6,11 @@
 // permissions the suite needs. Without FILES it runs every test in tests/.
 
 import { join } from "node:path";
-import { ensurePackages, SetupError } from "./setup.ts";
+import { setupOrExit } from "./setup.ts";
 
 const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
-try {
-  await ensurePackages("test");
-} catch (err) {
-  if (!(err instanceof SetupError)) throw err;
-  console.error(err.message);
-  Deno.exit(1);
-}
+await setupOrExit("test");
 
 // The VM's power cuts: the one right after `node install` here (about two
 // minutes with the image build); CI sets STRATUM_VM_TESTS=ci for three, and

@@ -13,7 +13,8 @@ import {
   recordName,
   signatureName,
 } from "./manifest.ts";
-import { type Verified, type VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
+import { type Verified, VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
+import { noteWritten } from "./_written.ts";
 
 /**
  * Installs a bundle's mode directory at `dest` so that `dest` is always a
@@ -80,7 +81,11 @@ export interface StageHooks {
  * `checked`, what this run's preflight already verified of `src`, spares
  * reading the source twice: the copy is held to it, so a carrier that
  * changed the bundle in between, even for another validly signed one, is
- * refused.
+ * refused. A `checked` whose hashes were deferred (VerifyOptions.deferHashes)
+ * is completed by this copy: the source is then read exactly once, and the
+ * result is a whole verification. Each file is noted as written and hashed
+ * (_written.ts), so a slot built from the copy links it and is not hashed
+ * again by this process.
  */
 export async function stageBundle(
   src: string,
@@ -90,6 +95,7 @@ export async function stageBundle(
   hooks: StageHooks = {},
 ): Promise<Verified> {
   const verified = checked ?? await verifyBundle(src, opts);
+  const deferred = verified.content.deferred;
   await ensureDir(dirname(staged));
   await Deno.remove(staged, { recursive: true }).catch((err) => {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
@@ -99,7 +105,11 @@ export async function stageBundle(
   } catch (err) {
     await Deno.remove(staged, { recursive: true }).catch(() => {});
     await syncDir(dirname(staged)).catch(() => {});
-    if (err instanceof BundleError && (err.fault === "file" || err.fault === "unsafe")) {
+    // With the hashes deferred to this copy, a file that does not match is
+    // found here for the first time: said as verifyBundle says it.
+    const changed = err instanceof BundleError &&
+      (err.fault === "unsafe" || (err.fault === "file" && !deferred));
+    if (changed) {
       throw new BundleError(
         "changed",
         `Bundle ${src} changed after it was verified (manifest sha256 ${verified.manifestDigest}): ${err.message}; nothing installed`,
@@ -108,7 +118,19 @@ export async function stageBundle(
     }
     throw err;
   }
-  return verified;
+  if (!deferred) return verified;
+  // Every file matched as it was copied: now a whole verification.
+  const c = verified.content;
+  return {
+    ...verified,
+    content: new VerifiedContent({
+      manifest: c.manifest,
+      signature: c.signature,
+      listed: c.listed,
+      kept: c.kept,
+      inodes: c.inodes,
+    }),
+  };
 }
 
 /** The copy of stageBundle; `staged` does not exist yet. */
@@ -130,7 +152,11 @@ async function copyVerified(
     await Deno.chmod(join(staged, d), 0o755);
   }
   const create = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
-  const write = async (f: string, fill: (out: fsp.FileHandle) => Promise<number>) => {
+  const write = async (
+    f: string,
+    fill: (out: fsp.FileHandle) => Promise<number>,
+    sha256?: string,
+  ) => {
     const fh = await promises.open(join(staged, f), create, 0o600);
     try {
       const mode = await fill(fh);
@@ -139,6 +165,7 @@ async function copyVerified(
     } finally {
       await fh.close();
     }
+    await noteWritten(join(staged, f), sha256);
   };
   const b = await BundleReader.open(src);
   const record = new Map<string, RecordedFile>();
@@ -161,7 +188,7 @@ async function copyVerified(
         }
         record.set(f, { size: at, mode: exec ? 0o755 : 0o644 });
         return exec ? 0o755 : 0o644;
-      });
+      }, want);
     } finally {
       await from.close();
     }

@@ -45,7 +45,7 @@ export {
   type TrustedKey,
 } from "./signature.ts";
 export { type Verified, VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
-export { checkSlot, normalizeModes } from "./modes.ts";
+export { checkSlot, linkOrCopyTree, normalizeModes } from "./modes.ts";
 export { type Checked, checkInstalled } from "./installed_check.ts";
 export {
   type BundleIdentity,

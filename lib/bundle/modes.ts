@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { BundleError } from "./errors.ts";
 import { eachLimited, hashConcurrency, hashFile, manifestName, parseManifest } from "./manifest.ts";
 import { readSmallFile } from "../host/small_file.ts";
+import { wroteHashed, wroteIt } from "./_written.ts";
 
 /**
  * Gives every file and directory under `dir` the mode root may run it with:
@@ -31,13 +32,18 @@ export async function normalizeModes(dir: string): Promise<void> {
  * (the bundle's, copied in) lists is there with that sha256, and nothing
  * under the slot is setuid, setgid, or writable by group or others. Files
  * the slot adds beyond the bundle (nspawn's empty mount points and links)
- * are allowed. Costs one hash pass over the bundle's files.
+ * are allowed. Costs one hash pass over the bundle's files, but for those
+ * this process wrote and hashed itself (a slot linked from the copy it just
+ * staged, _written.ts).
  */
 export async function checkSlot(dir: string): Promise<void> {
   const text = await readSmallFile(join(dir, manifestName), 16 << 20);
   if (!text) throw new BundleError("manifest", `Slot ${dir} has no ${manifestName}`, manifestName);
   const listed = parseManifest(new TextDecoder().decode(text), dir);
   await eachLimited([...listed], hashConcurrency(), async ([f, want]) => {
+    const st = await Deno.lstat(join(dir, f)).catch(() => undefined);
+    // Linked from a copy this process just wrote and hashed, unchanged since.
+    if (st && wroteHashed(st, want)) return;
     const got = await hashFile(join(dir, f)).catch(() => "missing");
     if (got !== want) {
       throw new BundleError(
@@ -65,4 +71,40 @@ export async function checkSlot(dir: string): Promise<void> {
     }
   };
   await walk(dir, "");
+}
+
+/**
+ * Makes `to` a copy of the tree `from` (which has no links: a verified
+ * bundle): a file this process wrote into stratum's own copy and has not
+ * changed since is hard-linked, so a slot costs no second write of the
+ * bundle; any other file (another process's copy, another file system) is
+ * copied. Directories are made 0755. Nothing is fsynced here.
+ */
+export async function linkOrCopyTree(from: string, to: string): Promise<void> {
+  await Deno.mkdir(to, { mode: 0o755 });
+  for await (const e of Deno.readDir(from)) {
+    const src = join(from, e.name);
+    const dst = join(to, e.name);
+    if (e.isDirectory) {
+      await linkOrCopyTree(src, dst);
+      continue;
+    }
+    if (!e.isFile) {
+      throw new BundleError(
+        "unsafe",
+        `${src} is a link or special file: a slot is built from plain files`,
+      );
+    }
+    const st = await Deno.lstat(src);
+    if (wroteIt(st)) {
+      try {
+        await Deno.link(src, dst);
+        continue;
+      } catch {
+        // Another file system, or links refused: copy it.
+      }
+    }
+    await Deno.copyFile(src, dst);
+    if (st.mtime) await Deno.utime(dst, st.atime ?? st.mtime, st.mtime);
+  }
 }

@@ -10,12 +10,13 @@ import {
   syncTree,
   writeFileDurable,
 } from "../host/mod.ts";
-import { normalizeModes } from "../bundle/mod.ts";
+import { linkOrCopyTree, normalizeModes } from "../bundle/mod.ts";
 import type { Stack } from "./stack.ts";
 
 /**
- * Lays a slot out from a verified bundle directory, replacing a half-built
- * one, and fsyncs all of it: the source stops only after the target is
+ * Lays a slot out from a verified bundle directory (hard links to the copy
+ * this process just staged and hashed, else a copy: linkOrCopyTree),
+ * replacing a half-built one, and fsyncs all of it: the source stops only after the target is
  * recorded, and a power cut after that must find every byte the target runs
  * from on disk, not in the page cache.
  */
@@ -24,8 +25,7 @@ export async function layOut(bundleDir: string, slotDir: string): Promise<void> 
   await ensureDir(dirname(slotDir));
   // The installed bundle is a symlink to its current version: copy what it points at.
   const from = await Deno.realPath(bundleDir);
-  const { cp } = await import("node:fs/promises");
-  await cp(from, slotDir, { recursive: true, preserveTimestamps: true });
+  await linkOrCopyTree(from, slotDir);
   await normalizeModes(slotDir);
   await syncTree(slotDir);
   await syncDir(dirname(slotDir));

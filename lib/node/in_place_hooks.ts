@@ -42,7 +42,8 @@ export interface InPlaceHooksOptions {
  * node (except record, which the caller wires to the journal):
  *
  * - preflight: modes differ, nspawn present, bundle verifies, target slot free, disk space;
- * - download: copies the bundle's target mode into /var/lib/stratum/bundles and verifies the copy;
+ * - preflight also copies the bundle beside the installed one, hashing each file as it reads it;
+ * - download: makes that copy the installed bundle (an upgrade: builds the target from it);
  * - snapshot/restore/discardConfig: the host config files both modes write;
  * - cleanupNetwork: links, chains and pinned BPF objects the source left;
  * - persistTarget/restoreSource: /etc/stratum/node.json, the source's copy kept until the end;
@@ -68,7 +69,8 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
   // Where the target's bundle comes from: the operator's, a kept release, or
   // (undefined) the installed copy as it is.
   const source = o.bundleModeDir ?? (o.bundle ? `${o.bundle}/${o.to}` : undefined);
-  const targetBundle = upgrade ? bundle.stagedPath(installed) : installed;
+  const targetBundleStaged = bundle.stagedPath(installed);
+  const targetBundle = upgrade ? targetBundleStaged : installed;
   const snapshot = new host.ConfigSnapshot({
     root: paths.root,
     dir: paths.snapshotDir,
@@ -82,6 +84,10 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
   // the journal, and as runInPlace's first step) and the copy is held to
   // the same verification.
   let verified = o.verified;
+  // The first preflight copies the bundle to its staging place (hashing it
+  // as it reads it, so the carrier's bundle is read once); download then
+  // only promotes it.
+  let staged = false;
   return {
     source: isolation.backendFor(o.from, deps),
     sourceRoot: { mode: o.from, slot: o.sourceSlot },
@@ -99,8 +105,10 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
         ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
         ...(o.requireSignature ? { requireSignature: true } : {}),
         ...(verified ? { verified } : {}),
+        ...(source && !staged ? { stageTo: bundle.stagedPath(installed) } : {}),
       });
       verified = r.verified;
+      if (source) staged = true;
       for (const w of r.warnings) log(`warning: ${w}`);
       claim.splice(
         0,
@@ -112,23 +120,23 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
     },
     download: async () => {
       if (!source) return;
-      if (upgrade) {
-        log(`download: staging ${source} as ${targetBundle} and verifying it`);
+      // Preflight staged it (verified as it was copied); a staging that is
+      // gone (removed by hand) is made again from the same verification.
+      if (!(await Deno.lstat(targetBundleStaged).then((s) => s.isDirectory, () => false))) {
+        log(`download: copying ${source} to ${targetBundleStaged} and verifying it`);
         await bundle.stageBundle(
           source,
-          targetBundle,
+          targetBundleStaged,
           await bundlePolicy(paths, o.requireSignature, o.to),
           verified,
         );
+      }
+      if (upgrade) {
+        log(`download: ${source} staged as ${targetBundle}, verified as it was copied`);
         return;
       }
-      log(`download: copying ${source} to ${installed} and verifying it`);
-      await bundle.installBundle(
-        source,
-        installed,
-        await bundlePolicy(paths, o.requireSignature, o.to),
-        verified,
-      );
+      await bundle.promoteBundle(installed);
+      log(`download: ${source} installed as ${installed}, verified as it was copied`);
     },
     snapshotConfig: () => snapshot.take(),
     restoreConfig: async () => {

@@ -6,7 +6,8 @@ import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
 import { bundlePolicy, stackOf } from "./preflight.ts";
 import { waitReady } from "./in_place_hooks.ts";
 import { appendHistory, type HistoryEvent } from "./history.ts";
-import { messageOf } from "../errors/mod.ts";
+import { is, messageOf } from "../errors/mod.ts";
+import * as migrate from "../migrate/mod.ts";
 
 /** What `stratum node install` needs. */
 export interface InstallOptions {
@@ -106,7 +107,8 @@ export async function install(o: InstallOptions): Promise<Installed> {
   } catch (err) {
     // A refusal changed nothing, history included; a failure part-way did.
     const refused = err instanceof ErrInstalledOtherwise || err instanceof bundle.BundleError ||
-      err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState;
+      err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState ||
+      err instanceof isolation.ErrBadNodeConfig || is(err, migrate.ErrCorruptJournal);
     if (!refused) await event("failed", { message: messageOf(err) });
     throw err;
   }
@@ -121,9 +123,11 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
     ? await bundle.installedDir(paths.bundle(o.mode))
     : join(o.bundle, o.mode);
   const policy = await bundlePolicy(paths, o.requireSignature === true, o.mode);
+  // An operator's bundle is hashed by the copy that installs it (read
+  // once); the installed copy, used as it is, is hashed here.
   const verified = await bundle.verifyBundle(src, {
     ...policy,
-    ...(o.bundle === undefined ? { installed: true } : {}),
+    ...(o.bundle === undefined ? { installed: true } : { deferHashes: true }),
   });
   const digest = verified.manifestDigest;
   // Bad state entries, or a state directory that holds another node's or
@@ -151,6 +155,10 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
       );
     }
     const installedDigest = await bundleDigest(paths.bundle(o.mode));
+    // A bundle that does not verify is refused even when its manifest matches.
+    if (installedDigest === digest && verified.content.deferred) {
+      await bundle.verifyBundle(src, policy);
+    }
     if (installedDigest !== digest) {
       throw new ErrInstalledOtherwise(
         `This node is installed in ${o.mode} mode from another bundle (manifest sha256 ${
@@ -171,13 +179,18 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
 
   const ref: isolation.SlotRef = { mode: o.mode, slot: "a" };
   const backend = isolation.backendFor(o.mode, { paths, systemctl });
+  if (o.bundle !== undefined) {
+    // Copied (each file hashed as it is read) before anything else changes:
+    // a file that does not match is refused with nothing changed.
+    await bundle.stageBundle(src, bundle.stagedPath(paths.bundle(o.mode)), policy, verified);
+  }
   // A run that died before node.json may have left slot a in any state.
   log("slot a: removing what an earlier, unfinished install left (if anything)");
   await backend.destroy(ref, { signal });
   await after("cleared");
   if (o.bundle !== undefined) {
     log(`bundle: installing ${src} as ${paths.bundle(o.mode)}`);
-    await bundle.installBundle(src, paths.bundle(o.mode), policy, verified);
+    await bundle.promoteBundle(paths.bundle(o.mode));
   }
   await after("bundle-installed");
   log(`slot a: building the ${o.mode} stack`);

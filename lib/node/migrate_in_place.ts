@@ -65,7 +65,11 @@ export async function migrateInPlace(o: MigrateOptions): Promise<Migrated> {
  * preflight, the boot unit, the write-ahead journal and runInPlace.
  */
 export async function runRecorded(
-  o: Omit<MigrateOptions, "lock"> & { readonly event?: HistoryEvent["event"] },
+  o: Omit<MigrateOptions, "lock"> & {
+    readonly event?: HistoryEvent["event"];
+    /** The progress line said once preflight passed (a refusal says one line only). */
+    readonly announce?: string;
+  },
   current: isolation.NodeConfig,
   verified?: bundle.Verified,
 ): Promise<Migrated> {
@@ -97,7 +101,7 @@ export async function runRecorded(
 }
 
 async function runSteps(
-  o: Omit<MigrateOptions, "lock">,
+  o: Omit<MigrateOptions, "lock"> & { readonly announce?: string },
   current: isolation.NodeConfig,
   startedAt: Date,
   verified?: bundle.Verified,
@@ -143,7 +147,7 @@ async function runSteps(
     o.failpoint,
     o.killSelf,
   );
-  o.log(`migrating from ${current.mode} (slot ${current.slot}) to ${o.to}`);
+  o.log(o.announce ?? `migrating from ${current.mode} (slot ${current.slot}) to ${o.to}`);
   const result = await migrate.runInPlace({ ...spec, record }, { signal: o.signal });
   let journal = await store.load().catch(() => undefined);
   const first = migrate.find(result.error, migrate.ActionError);

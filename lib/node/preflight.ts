@@ -30,6 +30,14 @@ export interface PreflightInput {
    * that gets installed is held to it (bundle.stageBundle).
    */
   readonly verified?: bundle.Verified;
+  /**
+   * Where the bundle is copied for the migration (bundle.stagedPath of the
+   * installed copy), once every other check passed: the copy hashes each
+   * file as it reads it, so the bundle is read once, and a file that does
+   * not match is still refused here, before anything changed (the staged
+   * copy is removed). Unset: the bundle is hashed in place.
+   */
+  readonly stageTo?: string;
 }
 
 /** How a bundle is checked on this node: its trust store, and whether a signature is required. */
@@ -50,7 +58,8 @@ export async function bundlePolicy(
  * Checks the target's requirements before anything is mutated: the modes
  * differ, the target backend can run here (systemd-nspawn for nspawn), the
  * bundle verifies, the target slot is free, and the file system has room
- * for the slot. Returns what it found, for `migrate plan`.
+ * for the slot; with `stageTo`, the bundle is then copied there, each file
+ * hashed as it is read. Returns what it found, for `migrate plan`.
  */
 export async function preflight(
   input: PreflightInput,
@@ -77,18 +86,22 @@ export async function preflight(
       );
     }
   }
+  // Stratum's own installed copy is its link resolved once; an operator's
+  // bundle is verified as given (a link is refused).
+  const installed = dirname(input.bundleModeDir) === paths.bundlesDir;
+  const policy = async () => ({
+    ...await bundlePolicy(paths, input.requireSignature, to),
+    ...(installed ? { installed } : {}),
+  });
   let verified: bundle.Verified;
   if (input.verified) {
     verified = input.verified;
   } else {
     try {
-      // Stratum's own installed copy is its link resolved once; an operator's
-      // bundle is verified as given (a link is refused).
-      const installed = dirname(input.bundleModeDir) === paths.bundlesDir;
       const dir = installed ? await bundle.installedDir(input.bundleModeDir) : input.bundleModeDir;
       verified = await bundle.verifyBundle(dir, {
-        ...await bundlePolicy(paths, input.requireSignature, to),
-        ...(installed ? { installed } : {}),
+        ...await policy(),
+        ...(input.stageTo ? { deferHashes: true } : {}),
       });
     } catch (err) {
       throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
@@ -121,6 +134,20 @@ export async function preflight(
       `Not enough space for slot ${target}: ${freeBytes} bytes free under ${paths.slotsDir}, ` +
         `${verified.bytes * 2 + 16 * 1024 * 1024} needed`,
     );
+  }
+  if (verified.content.deferred && !input.stageTo) {
+    throw new Error("preflight: a verification with its hashes deferred needs stageTo");
+  }
+  if (input.stageTo) {
+    // The last check, once nothing else refuses: the copy that reads the
+    // bundle once and checks every file's hash as it does.
+    try {
+      const dir = installed ? await bundle.installedDir(input.bundleModeDir) : input.bundleModeDir;
+      verified = await bundle.stageBundle(dir, input.stageTo, await policy(), verified);
+    } catch (err) {
+      if (!(err instanceof bundle.BundleError)) throw err;
+      throw new ErrPreflight(err.message, { cause: err });
+    }
   }
   return {
     bundleFiles: verified.files,

@@ -1,5 +1,4 @@
 import * as bundle from "../bundle/mod.ts";
-import type * as isolation from "../isolation/mod.ts";
 import { appliedNode, requireNoJournal } from "./applied.ts";
 import { ErrBadRequest } from "./errors.ts";
 import { withLock } from "./lock.ts";
@@ -31,19 +30,22 @@ export async function rollback(
         `No earlier release is kept for ${current.mode} mode (one is kept when stratum node upgrade completes): nothing to roll back to`,
       );
     }
+    // Hashed by the copy that stages it (preflight), as an upgrade's bundle.
     const verified = await bundle.verifyBundle(kept, {
       ...await bundlePolicy(paths, o.requireSignature === true, current.mode),
       installed: true,
+      deferHashes: true,
     });
     const digest = verified.manifestDigest;
-    o.log(`rollback: ${current.mode} mode, slot ${current.slot} → the kept release ${digest}`);
     const r = await runRecorded(
       {
         ...o,
-        to: current.mode as isolation.Mode,
+        to: current.mode,
         bundleModeDir: kept,
         allowDowngrade: true,
         event: "rollback",
+        announce:
+          `rollback: ${current.mode} mode, slot ${current.slot} → the kept release ${digest}`,
       },
       current,
       verified,

@@ -40,25 +40,28 @@ export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
         `--bundle ${o.bundle} has no ${current.mode} directory (the node runs in ${current.mode} mode)`,
       );
     }
-    // Verified before anything is compared or changed: a bundle that does
-    // not verify is refused even when its manifest matches.
-    const verified = await bundle.verifyBundle(
-      modeDir,
-      await bundlePolicy(paths, o.requireSignature === true, current.mode),
-    );
+    // Signature, listing, BUNDLE.json and stack.json checked before
+    // anything is compared or changed; each file's hash is checked by the
+    // copy that stages it (preflight), so the bundle is read once.
+    const policy = await bundlePolicy(paths, o.requireSignature === true, current.mode);
+    const verified = await bundle.verifyBundle(modeDir, { ...policy, deferHashes: true });
     // The digest of what was verified: the carrier's directory is not read
     // again (a FIFO planted there would hang root while it holds the lock).
     const digest = verified.manifestDigest;
     if (digest === (await bundleDigest(paths.slot(current.slot)))) {
+      // A bundle that does not verify is refused even when its manifest matches.
+      await bundle.verifyBundle(modeDir, policy);
       o.log(`upgrade: slot ${current.slot} already runs bundle ${digest}; nothing to do`);
       return { alreadyInstalled: true, mode: current.mode, digest };
     }
-    o.log(
-      `upgrade: ${current.mode} mode, slot ${current.slot} → ${
-        current.slot === "a" ? "b" : "a"
-      }, bundle ${digest}`,
+    const announce = `upgrade: ${current.mode} mode, slot ${current.slot} → ${
+      current.slot === "a" ? "b" : "a"
+    }, bundle ${digest}`;
+    const r = await runRecorded(
+      { ...o, to: current.mode, event: "upgrade", announce },
+      current,
+      verified,
     );
-    const r = await runRecorded({ ...o, to: current.mode, event: "upgrade" }, current, verified);
     return { ...r, alreadyInstalled: false, digest };
   });
 }

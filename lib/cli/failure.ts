@@ -14,7 +14,7 @@ import type { Output } from "./output.ts";
 /**
  * Reports `err` on stderr (and as the one JSON document when `json.json`)
  * and returns the exit code: bad input 2, the lock held 75, an unreadable
- * journal or anything unexpected 3.
+ * journal or node.json or anything unexpected 3.
  */
 export function exitForError(err: unknown, out: Output, json: Output): number {
   if (err instanceof ErrBusy) {
@@ -31,9 +31,18 @@ export function exitForError(err: unknown, out: Output, json: Output): number {
     out.error(err.message);
     return ExitBusy;
   }
-  if (
-    err instanceof ErrUsage || err instanceof ErrBadRequest || err instanceof ErrBadNodeConfig
-  ) {
+  if (err instanceof ErrBadNodeConfig) {
+    // What the node runs cannot be told: never "bad input" (docs/cli.md: 3).
+    out.error(err.message);
+    failure(
+      json,
+      "node-config-unreadable",
+      err.message,
+      "needs attention: the applied mode and slot cannot be read; inspect the file and the node (systemctl status 'stratum-*.target') before repairing it by hand",
+    );
+    return ExitAttention;
+  }
+  if (err instanceof ErrUsage || err instanceof ErrBadRequest) {
     out.error(err.message);
     failure(json, "bad-input", err.message, "fix the input; nothing was changed");
     return ExitUsage;

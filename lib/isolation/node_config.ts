@@ -12,7 +12,7 @@ export interface NodeConfig {
   readonly updatedAt: string;
 }
 
-/** A node.json that does not parse: the node's mode is unknown. */
+/** A node.json that cannot be read or does not parse: the node's mode is unknown. */
 export class ErrBadNodeConfig extends Error {
   override name = "ErrBadNodeConfig";
 }
@@ -24,7 +24,9 @@ export async function readNodeConfig(path: string): Promise<NodeConfig | undefin
     text = await Deno.readTextFile(path);
   } catch (err) {
     if (err instanceof Deno.errors.NotFound) return undefined;
-    throw err;
+    throw new ErrBadNodeConfig(`Node config ${path} cannot be read: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   let o: Record<string, unknown>;
   try {

@@ -22,9 +22,7 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
   const paths = await rootPaths(opts.root);
   const store = new migrate.JournalStore(paths.journal);
   const j = await node.loadJournal(store);
-  const applied = await isolation.readNodeConfig(paths.nodeConfig).catch((e) => {
-    throw new ErrUsage(messageOf(e));
-  });
+  const applied = await isolation.readNodeConfig(paths.nodeConfig);
   const o = j ? outcomeOf(j) : undefined;
   const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
   const handoff = j?.strategy === migrate.StrategyReprovision && !migrate.isTerminal(j.step)

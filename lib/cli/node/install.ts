@@ -1,9 +1,10 @@
 import type { Command } from "commander";
 import { join } from "node:path";
 import * as bundle from "../../bundle/mod.ts";
-import { messageOf } from "../../errors/mod.ts";
+import { is, messageOf } from "../../errors/mod.ts";
 import * as host from "../../host/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
+import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import { parseDuration } from "../duration.ts";
 import { ErrUsage, ExitFailed, ExitOK, ExitUsage, Interrupted } from "../exit.ts";
@@ -46,7 +47,8 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
         "the same command again. /etc/stratum/node.json is written only once the stack is\n" +
         "healthy; an install that died before that is redone from the start.\n" +
         "\nExit codes: 0 installed or already installed, 1 failed (retry it), 2 bad input or\n" +
-        "refused (nothing changed), 75 a migration holds the lock, 130/143 interrupted.\n" +
+        "refused (nothing changed), 3 node.json or the journal cannot be read, 75 a migration\n" +
+        "holds the lock, 130/143 interrupted.\n" +
         "\nExample (cloud-init runcmd):\n" +
         "  stratum node install --mode nspawn --bundle /srv/stratum-bundle --json",
     )
@@ -97,8 +99,12 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
           ctx.exitCode = refuse(err.message);
           return;
         }
-        // Bad input and a held lock are the program's to report (exit 2, 75).
-        if (err instanceof node.ErrBadRequest || err instanceof host.ErrBusy) throw err;
+        // Bad input, a held lock, an unreadable node.json or journal are the
+        // program's to report (exit 2, 75, 3), as for every command.
+        if (
+          err instanceof node.ErrBadRequest || err instanceof host.ErrBusy ||
+          err instanceof isolation.ErrBadNodeConfig || is(err, migrate.ErrCorruptJournal)
+        ) throw err;
         const reason = deps.interrupted.aborted ? deps.interrupted.reason : undefined;
         const message = messageOf(err);
         out.error(`node install failed: ${message}`);

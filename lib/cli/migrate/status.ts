@@ -1,8 +1,7 @@
 import type { Command } from "commander";
-import { messageOf } from "../../errors/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
-import { ErrUsage, ExitOK } from "../exit.ts";
+import { ExitOK } from "../exit.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import { type Common, common, rootPaths } from "../root_flags.ts";

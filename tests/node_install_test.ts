@@ -185,3 +185,31 @@ Deno.test({
     await assertInstalled(n, "nspawn", "after the power cut and boot");
   },
 });
+
+Deno.test({
+  name:
+    "an operator's drop-in for a slot's unit survives node install, migrations and the slot's rebuild",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("host");
+    // What `systemctl edit stratum-a-node.service` makes.
+    const dropIn = "/etc/systemd/system/stratum-a-node.service.d/override.conf";
+    await n.sb.sh(`mkdir -p ${dropIn.replace(/\/[^/]*$/, "")}
+printf '[Service]\\nEnvironment=OPERATOR_SET=1\\n' > ${dropIn}
+systemctl daemon-reload`);
+    const again = await n.stratum([
+      ...["node", "install", "--mode", "host", "--bundle", n.bundle, "--node", "node-1"],
+    ]);
+    assertEquals(again.code, 0, again.stderr);
+    const there = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle]);
+    assertEquals(there.code, 0, there.stderr);
+    assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+    // Slot a was destroyed with the source; the operator's file was not.
+    assertEquals((await n.sb.sh(`cat ${dropIn}`)).trim(), "[Service]\nEnvironment=OPERATOR_SET=1");
+    const back = await n.stratum(["migrate", "run", "--to", "host", "--bundle", n.bundle]);
+    assertEquals(back.code, 0, back.stderr);
+    // Slot a is built again, and the drop-in applies to its unit again.
+    const env = await n.sb.sh("systemctl show -P Environment stratum-a-node.service");
+    assert(env.includes("OPERATOR_SET=1"), env);
+  },
+});

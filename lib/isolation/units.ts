@@ -13,6 +13,7 @@ import {
 import type { CallOptions } from "./backend.ts";
 import type { Mode } from "./mode.ts";
 import type { Slot } from "./slot.ts";
+import type { Service } from "./stack.ts";
 
 /** The slot's target: starting it starts the slot's stack. */
 export function targetUnit(slot: Slot): string {
@@ -33,12 +34,23 @@ ${services.map((s) => `BindsTo=${s}\nAfter=${s}`).join("\n")}
 `;
 }
 
-/** The units of `slot` present in the unit directory. */
+/** The Requires= and After= lines (with a line break each) of a service's `after`. */
+export function orderLines(s: Service, unitOf: (name: string) => string): string {
+  return (s.after ?? []).map((a) => `Requires=${unitOf(a)}\nAfter=${unitOf(a)}\n`).join("");
+}
+
+/**
+ * The unit files of `slot` in the unit directory: `stratum-X.target` and
+ * `stratum-X-NAME.service` files. An operator's drop-in directory
+ * (`stratum-X-NAME.service.d`, what `systemctl edit` makes) is not one of
+ * them: it is left where it is, through every rebuild of the slot.
+ */
 export async function unitsOf(paths: HostPaths, slot: Slot): Promise<string[]> {
   const out: string[] = [];
+  const ours = new RegExp(`^stratum-${slot}(\\.target|-[a-z0-9-]+\\.service)$`);
   try {
     for await (const e of Deno.readDir(paths.unitDir)) {
-      if (e.name === targetUnit(slot) || e.name.startsWith(`stratum-${slot}-`)) out.push(e.name);
+      if (!e.isDirectory && ours.test(e.name)) out.push(e.name);
     }
   } catch (err) {
     if (!(err instanceof Deno.errors.NotFound)) throw err;

@@ -78,6 +78,47 @@ Deno.test("readStack refuses two services of one name", async () => {
   assert(err instanceof isolation.ErrBadStack && err.message.includes("twice"), String(err));
 });
 
+Deno.test("readStack: services start after the ones they name, and one may delegate its cgroups", async () => {
+  const doc = {
+    ...base,
+    services: [
+      { name: "containerd", exec: ["/bin/true"], delegate: true },
+      { name: "kubelet", exec: ["/bin/true"], after: ["containerd"] },
+    ],
+  };
+  assertEquals((await isolation.readStack(await stackDir(doc))).services, [
+    { name: "containerd", exec: ["/bin/true"], delegate: true },
+    { name: "kubelet", exec: ["/bin/true"], after: ["containerd"] },
+  ]);
+});
+
+// The ordering the stack declares must be one systemd can carry out.
+for (
+  const [what, services, words] of [
+    ["a service it does not list", [{ name: "a", exec: ["/x"], after: ["b"] }], "not a service"],
+    ["itself", [{ name: "a", exec: ["/x"], after: ["a"] }], "itself"],
+    [
+      "a cycle",
+      [
+        { name: "a", exec: ["/x"], after: ["c"] },
+        { name: "b", exec: ["/x"], after: ["a"] },
+        { name: "c", exec: ["/x"], after: ["b"] },
+      ],
+      "cycle: a → c → b → a",
+    ],
+    ["not a list", [{ name: "a", exec: ["/x"], after: "b" }], "must list service names"],
+    ["delegate not a boolean", [{ name: "a", exec: ["/x"], delegate: "yes" }], "true or false"],
+  ] as const
+) {
+  Deno.test(`readStack refuses a service ordered after ${what}`, async () => {
+    const err = await assertRejects(async () =>
+      isolation.readStack(await stackDir({ ...base, services }))
+    );
+    assert(err instanceof isolation.ErrBadStack && err.message.includes(words), String(err));
+    assert(!err.message.includes("\n"), "one line");
+  });
+}
+
 /** A scratch root with an identity, as a node after its first install. */
 async function node(): Promise<{ paths: host.HostPaths; id: isolation.NodeIdentity }> {
   const paths = host.hostPaths(await Deno.makeTempDir({ prefix: "stratum-root-" }));

@@ -1,6 +1,6 @@
 import { quoteExecArg } from "../host/mod.ts";
 import { layOut, writeHostFiles } from "./_slot_layout.ts";
-import { serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
+import { orderLines, serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
 import type { CallOptions } from "./backend.ts";
 import { claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";
@@ -30,11 +30,11 @@ export class HostBackend extends SlotBackend {
 [Unit]
 Description=Stratum ${s.name}, slot ${spec.slot} (host mode)
 PartOf=${targetUnit(spec.slot)}
-
+${orderLines(s, (n) => serviceUnit(spec.slot, n))}
 [Service]
 Type=notify
 NotifyAccess=main
-WorkingDirectory=${slotDir}
+${s.delegate ? "Delegate=yes\n" : ""}WorkingDirectory=${slotDir}
 ExecStart=${expand(s.exec, slotDir, spec.node).map(quoteExecArg).join(" ")}
 KillMode=mixed
 TimeoutStartSec=60

@@ -28,7 +28,7 @@ export { type BackendDeps } from "./_slot_backend.ts";
 export { HostBackend } from "./host_backend.ts";
 export { NspawnBackend } from "./nspawn_backend.ts";
 export { backendFor } from "./backend_for.ts";
-export { ErrBadStack, expand, parseStack, readStack, type Stack } from "./stack.ts";
+export { ErrBadStack, expand, parseStack, readStack, type Service, type Stack } from "./stack.ts";
 export { probeHealth } from "./health.ts";
 export {
   checkState,

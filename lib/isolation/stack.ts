@@ -8,7 +8,7 @@ import { stateListProblem } from "./state.ts";
  * the host; `/` inside an nspawn machine) and `${NODE}` the node's name.
  */
 export interface Stack {
-  readonly services: readonly { readonly name: string; readonly exec: readonly string[] }[];
+  readonly services: readonly Service[];
   /** An HTTP URL that answers 200 once the stack is up. */
   readonly health: { readonly url: string };
   /**
@@ -26,8 +26,29 @@ export interface Stack {
   readonly state: readonly string[];
 }
 
+/** One service of a stack: a process stratum runs and systemd supervises. */
+export interface Service {
+  /** Lowercase letters, digits and dashes: part of its unit's name. */
+  readonly name: string;
+  readonly exec: readonly string[];
+  /**
+   * Services of the same stack this one starts after, and stops before
+   * (systemd's Requires= and After=): containerd before what uses its
+   * socket. Each must be listed; no cycles.
+   */
+  readonly after?: readonly string[];
+  /**
+   * The service manages cgroups of its own (a container runtime): its unit
+   * gets `Delegate=yes`, so runc may create and control the cgroups of
+   * the containers under it, and they are stopped with it.
+   */
+  readonly delegate?: boolean;
+}
+
 /** The fields a stack.json may have: any other is a typo that must not pass silently. */
 const stackFields = ["services", "health", "hostFiles", "state"];
+/** The fields a service may have. */
+const serviceFields = ["name", "exec", "after", "delegate"];
 
 /** A bundle or slot whose stack.json cannot be used. */
 export class ErrBadStack extends Error {
@@ -79,16 +100,38 @@ export function parseStack(text: string, path: string): Stack {
     throw new ErrBadStack(`${path}: "services" must list {name, exec[]} with lowercase names`);
   }
   for (const [i, svc] of services.entries()) {
-    const extra = Object.keys(svc).filter((k) => k !== "name" && k !== "exec");
+    const extra = Object.keys(svc).filter((k) => !serviceFields.includes(k));
     if (extra.length > 0) {
       throw new ErrBadStack(
-        `${path}: services[${i}] has unknown field ${JSON.stringify(extra[0])}`,
+        `${path}: services[${i}] has unknown field ${JSON.stringify(extra[0])} (known: ${
+          serviceFields.join(", ")
+        })`,
       );
     }
     if (services.findIndex((t) => t.name === svc.name) !== i) {
       throw new ErrBadStack(`${path}: service name ${JSON.stringify(svc.name)} is listed twice`);
     }
+    if (svc.delegate !== undefined && typeof svc.delegate !== "boolean") {
+      throw new ErrBadStack(`${path}: services[${i}].delegate must be true or false`);
+    }
+    if (
+      svc.after !== undefined &&
+      (!Array.isArray(svc.after) || !svc.after.every((a: unknown) => typeof a === "string"))
+    ) {
+      throw new ErrBadStack(`${path}: services[${i}].after must list service names`);
+    }
+    for (const a of svc.after ?? []) {
+      if (a === svc.name || !services.some((t) => t.name === a)) {
+        throw new ErrBadStack(
+          `${path}: services[${i}] (${svc.name}) starts after ${JSON.stringify(a)}, which is ${
+            a === svc.name ? "itself" : "not a service of this stack"
+          }`,
+        );
+      }
+    }
   }
+  const cycle = orderCycle(services);
+  if (cycle) throw new ErrBadStack(`${path}: services start after each other in a cycle: ${cycle}`);
   const health = o.health as { url?: unknown } | undefined;
   if (typeof health?.url !== "string" || !/^http:\/\//.test(health.url)) {
     throw new ErrBadStack(`${path}: "health.url" must be an http:// URL`);
@@ -128,7 +171,12 @@ export function parseStack(text: string, path: string): Stack {
   const problem = stateListProblem(state);
   if (problem) throw new ErrBadStack(`${path}: ${problem}`);
   return {
-    services: services.map((s) => ({ name: s.name, exec: s.exec })),
+    services: services.map((s) => ({
+      name: s.name,
+      exec: s.exec,
+      ...(s.after?.length ? { after: s.after } : {}),
+      ...(s.delegate ? { delegate: true } : {}),
+    })),
     state: state as string[],
     health: { url: health.url },
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
@@ -138,4 +186,26 @@ export function parseStack(text: string, path: string): Stack {
 /** `exec` with `${SLOT}` and `${NODE}` substituted. */
 export function expand(exec: readonly string[], slotDir: string, node: string): string[] {
   return exec.map((a) => a.replaceAll("${SLOT}", slotDir).replaceAll("${NODE}", node));
+}
+
+/** A cycle in the services' `after`, as "a → b → a", or undefined. */
+function orderCycle(services: readonly { name: string; after?: readonly string[] }[]) {
+  const after = new Map(services.map((s) => [s.name, s.after ?? []]));
+  const state = new Map<string, "visiting" | "done">();
+  const visit = (n: string, path: string[]): string | undefined => {
+    if (state.get(n) === "done") return undefined;
+    if (state.get(n) === "visiting") return [...path.slice(path.indexOf(n)), n].join(" → ");
+    state.set(n, "visiting");
+    for (const a of after.get(n) ?? []) {
+      const c = visit(a, [...path, n]);
+      if (c) return c;
+    }
+    state.set(n, "done");
+    return undefined;
+  };
+  for (const s of services) {
+    const c = visit(s.name, []);
+    if (c) return c;
+  }
+  return undefined;
 }

@@ -64,12 +64,19 @@ for (const to of ["nspawn", "host"] as const) {
       // version: its files count as synced under their staged names, and the
       // rename must be followed by an fsync of the bundles directory.
       const staged = `/var/lib/stratum/bundles/.${to}.next`;
-      const synced = new Set(
-        calls.filter((c) => (c.name === "fsync" || c.name === "fdatasync") && c.end < recorded)
-          .map((c) =>
-            c.fdPath?.startsWith(staged) ? bundleDir + c.fdPath.slice(staged.length) : c.fdPath
-          ),
-      );
+      const synced = new Set<string | undefined>();
+      for (const c of calls.filter((c) => c.end < recorded)) {
+        if (c.name === "fsync" || c.name === "fdatasync") {
+          synced.add(
+            c.fdPath?.startsWith(staged) ? bundleDir + c.fdPath.slice(staged.length) : c.fdPath,
+          );
+        } else if (c.name.startsWith("rename")) {
+          // A file written durably (a temp file fsynced, then renamed over
+          // its name) is synced under the name it was renamed to.
+          const [from, to] = [...c.args.matchAll(/"([^"]*)"/g)].map((m) => m[1]);
+          if (from && to && synced.has(from)) synced.add(to);
+        }
+      }
       const promoted = calls.findIndex((c) =>
         c.name.startsWith("rename") && c.args.includes(`"${staged}"`) &&
         c.args.includes(`"${bundleDir}"`)

@@ -333,11 +333,13 @@ Deno.test({
       "node-1",
     ]);
     assertEquals(inst.code, 0, inst.stderr);
-    const units = "stratum-a-node.service stratum-a-aux.service";
-    assertEquals((await n.sb.sh(`systemctl is-active ${units}`)).trim().split("\n"), [
-      "active",
-      "active",
-    ]);
+    // One booted machine, both services units inside it (docs/nspawn.md).
+    assertEquals((await n.sb.sh("systemctl is-active stratum-a-machine.service")).trim(), "active");
+    const inner = await n.inMachine(
+      "a",
+      "systemctl is-active stratum-node.service stratum-aux.service",
+    );
+    assertEquals(inner.trim().split("\n"), ["active", "active"]);
     const plan = await n.stratum(["migrate", "plan", "--to", "host", "--bundle", n.bundle]);
     assertEquals(plan.code, 0, plan.stderr);
     const run = await n.stratum(["migrate", "run", "--to", "host", "--bundle", n.bundle, "--json"]);

@@ -14,10 +14,11 @@ export const configFiles: Readonly<Record<Mode, readonly string[]>> = Object.fre
     "/etc/default/kubelet",
     "/var/lib/kubelet/config.yaml",
   ]),
+  // No .nspawn file: stratum's machines take every setting from their
+  // unit's command line (docs/nspawn.md), and no machine is named after one.
   nspawn: Object.freeze([
     "/etc/sysctl.d/90-stratum.conf",
     "/etc/modules-load.d/stratum.conf",
-    "/etc/systemd/nspawn/stratum.nspawn",
   ]),
 });
 

@@ -1,25 +1,48 @@
-import { quoteExecArg } from "../host/mod.ts";
-import { ensureDir, syncTree } from "../host/mod.ts";
+import * as exec from "../exec/mod.ts";
+import { quoteExecArg, UnitError } from "../host/mod.ts";
+import { ensureDir, symlinkDurable, syncTree, writeFileDurable } from "../host/mod.ts";
 import { join } from "node:path";
 import { layOut, writeHostFiles } from "./_slot_layout.ts";
-import { serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
+import { orderLines, serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
 import type { CallOptions } from "./backend.ts";
 import { type BackendDeps, claimFor, SlotBackend } from "./_slot_backend.ts";
-import type { NodeSpec, SlotRef } from "./slot.ts";
-import { expand, readStack } from "./stack.ts";
+import type { NodeSpec, Slot, SlotRef } from "./slot.ts";
+import { expand, readStack, type Service, type Stack } from "./stack.ts";
+
+/** The host unit of a slot's machine (the slot's one service in nspawn mode). */
+export function machineUnit(slot: Slot): string {
+  return serviceUnit(slot, "machine");
+}
+
+/** The unit of a stack's service inside the machine. */
+export function innerUnit(name: string): string {
+  return `stratum-${name}.service`;
+}
+
+/** The machine's default target: the stack, started once the machine's basic boot is done. */
+export const innerTarget = "stratum-stack.target";
+
+/** Where the machine's own units are, in the slot. */
+const innerUnitDir = "etc/systemd/system";
 
 /**
- * `nspawn` mode: each service of the slot's stack runs in its own
- * systemd-nspawn machine, `stratum-<slot>-<service>.service`, rooted in the
- * slot and bound to the slot's target like a host service (so a stack of
- * several services starts, fails and stops as one, exactly as in host mode).
- * No init runs inside: the machines are the services. Each gets the host's
- * /usr read-only, a volatile overlay (so the slot stays byte-for-byte what
- * the bundle verified and a stack's writes outside its state die with it),
- * and the stack's state directories bound read-write at their own paths, so
- * the node's data is the same in both modes. The machines share the host's
- * network namespace: the source must stop before the target starts, which
- * is the migration's step order.
+ * `nspawn` mode: the slot is **one booted systemd-nspawn machine**,
+ * `stratum-<slot>-machine.service` on the host, with systemd as its PID 1
+ * and each service of the stack a unit inside it (docs/nspawn.md says why
+ * each setting is there). So every service shares one mount namespace (a
+ * volume kubelet mounts is seen by containerd and its containers), starts
+ * in the order the stack says, and the container runtime's cgroups are
+ * delegated to it inside the machine's own subtree, which the host stops
+ * whole. The machine is rooted in the slot with the host's /usr read-only,
+ * a volatile overlay (the slot stays byte for byte what the bundle
+ * verified), and the stack's state directories bound read-write at their
+ * own paths. It shares the host's network namespace: the source stops
+ * before the target starts, which is the migration's step order.
+ *
+ * The machine is ready (nspawn's READY=1) when its boot finished, i.e. when
+ * every service of the stack reported ready; a service that fails or ends
+ * ends the machine (FailureAction=/SuccessAction=exit), so the host's slot
+ * target fails or stops as one, exactly as in host mode.
  */
 export class NspawnBackend extends SlotBackend {
   readonly mode = "nspawn" as const;
@@ -35,9 +58,10 @@ export class NspawnBackend extends SlotBackend {
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
     const stack = await readStack(slotDir);
-    // The smallest root nspawn accepts: an empty usr/ (the host's is bound
-    // over it), the merged-/usr links, and the API mount points (nspawn makes
-    // the state directories' mount points in its overlay).
+    // The smallest root nspawn boots: an empty usr/ (the host's is bound
+    // over it), the merged-/usr links, the API mount points (nspawn makes
+    // the state directories' mount points in its overlay), and an
+    // os-release, without which nspawn does not take the tree for an OS.
     for (const d of ["usr", "etc", "proc", "sys", "dev", "run", "tmp", "var"]) {
       await ensureDir(join(slotDir, d));
     }
@@ -46,47 +70,205 @@ export class NspawnBackend extends SlotBackend {
         if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
       });
     }
+    await writeFileDurable(
+      join(slotDir, "etc/os-release"),
+      `NAME="Stratum node"\nID=stratum\nPRETTY_NAME="Stratum node, slot ${spec.slot}"\n`,
+      { mode: 0o644 },
+    );
+    // An empty machine-id: systemd takes the one nspawn passes and treats
+    // the boot as not the first, so it does not enable the presets of the
+    // host's packages (apt timers, nftables, dbus) inside the machine.
+    await writeFileDurable(join(slotDir, "etc/machine-id"), "", { mode: 0o444 });
+    await writeInnerUnits(slotDir, stack, spec.node);
+    await ensureDir(join(slotDir, "etc/stratum"));
+    await writeFileDurable(join(slotDir, readyCheck), readyCheckText(stack), { mode: 0o644 });
     // The links and mount points must survive a power cut like the rest of
     // the slot (layOut synced what it copied, not what is made here).
     await syncTree(slotDir, { dirsOnly: true });
     await claimFor(paths, spec, stack);
     await writeHostFiles(paths, slotDir, stack);
-    const names = stack.services.map((s) => serviceUnit(spec.slot, s.name));
+    const machine = machineUnit(spec.slot);
     const units: Record<string, string> = {
-      [targetUnit(spec.slot)]: targetText(spec.slot, this.mode, names),
+      [targetUnit(spec.slot)]: targetText(spec.slot, this.mode, [machine]),
+      [machine]: await this.machineText(spec.slot, slotDir, stack),
     };
-    for (const s of stack.services) {
-      const argv = [
-        this.nspawn,
-        "--quiet",
-        "--register=no",
-        "--keep-unit",
-        "--notify-ready=yes",
-        "--kill-signal=SIGTERM",
-        `--machine=stratum-${spec.slot}-${s.name}`,
-        "-D",
-        slotDir,
-        "--bind-ro=/usr",
-        ...stack.state.map((p) => `--bind=${paths.at(p)}:${p}`),
-        "--volatile=overlay",
-        "--",
-        ...expand(s.exec, "", spec.node),
-      ];
-      units[serviceUnit(spec.slot, s.name)] = `# Written by stratum: slot ${spec.slot}, nspawn mode.
-[Unit]
-Description=Stratum ${s.name} machine, slot ${spec.slot} (nspawn mode)
-PartOf=${targetUnit(spec.slot)}
-
-[Service]
-Type=notify
-KillMode=mixed
-ExecStart=${argv.map(quoteExecArg).join(" ")}
-TimeoutStartSec=60
-TimeoutStopSec=30
-`;
-    }
     await writeUnits(paths, systemctl, spec.slot, units, opts);
     await this.built(spec.slot);
     return { mode: this.mode, slot: spec.slot };
   }
+
+  /** The host unit that runs the slot's machine. */
+  async machineText(slot: Slot, slotDir: string, stack: Stack): Promise<string> {
+    const { paths } = this.deps;
+    const argv = [
+      this.nspawn,
+      "--quiet",
+      "--register=no",
+      "--keep-unit",
+      "--boot",
+      "--notify-ready=yes",
+      `--machine=stratum-${slot}`,
+      "-D",
+      slotDir,
+      "--bind-ro=/usr",
+      // Kernel modules for what the runtime loads (where /lib is not /usr/lib).
+      ...(await libModulesApart() ? ["--bind-ro=/lib/modules"] : []),
+      ...stack.state.map((p) => `--bind=${paths.at(p)}:${p}`),
+      "--volatile=overlay",
+      // What runc needs with the host's network (docs/nspawn.md).
+      "--capability=CAP_NET_ADMIN",
+      "--system-call-filter=@keyring bpf",
+      // The machine's console is the host unit's journal: only errors of
+      // its boot there, and the stack's own output (see innerServiceText).
+      "--",
+      "systemd.show_status=error",
+    ];
+    // nspawn picks the cgroup layout from the systemd it finds in the tree,
+    // and the slot's usr/ is empty: on a unified (cgroup v2) host it would
+    // choose the legacy one, which a container runtime cannot use.
+    const unified = await hostCgroupUnified();
+    return `# Written by stratum: slot ${slot}, nspawn mode.
+[Unit]
+Description=Stratum node machine, slot ${slot} (nspawn mode)
+PartOf=${targetUnit(slot)}
+
+[Service]
+Type=notify
+NotifyAccess=main
+Delegate=yes
+KillMode=mixed
+${unified ? "Environment=SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1\n" : ""}ExecStart=${
+      argv.map(quoteExecArg).join(" ")
+    }
+# READY=1 comes when the machine's boot is done, also when a service of
+# the stack failed: the start succeeds only once every service is active.
+ExecStartPost=/bin/sh -c 'exec /usr/bin/nsenter -t $(cat /proc/$$MAINPID/task/$$MAINPID/children) -m -p /bin/sh /${readyCheck}'
+TimeoutStartSec=120
+TimeoutStopSec=60
+`;
+  }
+
+  /**
+   * Starts the slot as SlotBackend does; when it fails, the error also
+   * names each service of the stack that failed inside the machine, with
+   * its status (what the readiness check said on the machine's console).
+   */
+  override async start(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    try {
+      await super.start(ref, opts);
+    } catch (err) {
+      if (!(err instanceof UnitError)) throw err;
+      const said = await exec.output([
+        "journalctl",
+        "--no-pager",
+        "-o",
+        "cat",
+        "-n",
+        "200",
+        "-u",
+        machineUnit(ref.slot),
+      ], { timeoutMs: 10_000, ...(opts.signal ? { signal: opts.signal } : {}) }).catch(() => "");
+      const inner = said.split("\n").filter((l) => l.startsWith(innerFailure)).slice(-8);
+      if (inner.length === 0) throw err;
+      throw new UnitError(
+        err.action,
+        err.unit,
+        `${err.detail}; inside the machine: ${
+          [...new Set(inner.map((l) => l.slice(innerFailure.length)))].join("; ")
+        }`,
+      );
+    }
+  }
+}
+
+/** The readiness check, in the slot (run inside the machine as /etc/stratum/ready-check). */
+const readyCheck = "etc/stratum/ready-check";
+/** How the check starts the line it says for each service that is not active. */
+const innerFailure = "stratum: not active: ";
+
+/**
+ * The check the host unit runs in the machine once its boot is done: the
+ * stack's target is active (every service started and ready), or it names
+ * each service that is not, with systemd's Result and exit status, and fails.
+ */
+function readyCheckText(stack: Stack): string {
+  const lines = stack.services.map((svc) => {
+    const u = innerUnit(svc.name);
+    // The machine may already be going down (the service's FailureAction):
+    // then systemd no longer answers, and the service is named alone.
+    return `if ! systemctl is-active --quiet ${u}; then
+  r=$(systemctl show -P Result ${u} 2>/dev/null); c=$(systemctl show -P ExecMainStatus ${u} 2>/dev/null)
+  echo "${innerFailure}${u}\${r:+ (Result=$r, exit status $c)}"
+fi`;
+  });
+  return `# Written by stratum: run in the machine once its boot is done.
+systemctl is-active --quiet ${innerTarget} && exit 0
+${lines.join("\n")}
+exit 1
+`;
+}
+
+/**
+ * The machine's own units, in the slot's etc/systemd/system: one per
+ * service, in the stack's order, and the default target that wants them
+ * all. Units the host's /usr would start at first boot and that wait for
+ * a person (systemd-firstboot) are masked.
+ */
+async function writeInnerUnits(slotDir: string, stack: Stack, node: string): Promise<void> {
+  const dir = join(slotDir, innerUnitDir);
+  await ensureDir(dir);
+  const names = stack.services.map((s) => innerUnit(s.name));
+  await writeFileDurable(
+    join(dir, innerTarget),
+    `# Written by stratum: the node stack, started once the machine's basic boot is done.
+[Unit]
+Description=Stratum node stack
+Requires=basic.target
+After=basic.target
+${names.map((n) => `Requires=${n}\nAfter=${n}`).join("\n")}
+AllowIsolate=yes
+`,
+    { mode: 0o644 },
+  );
+  for (const s of stack.services) {
+    await writeFileDurable(join(dir, innerUnit(s.name)), innerServiceText(s, node), {
+      mode: 0o644,
+    });
+  }
+  await symlinkDurable(innerTarget, join(dir, "default.target"));
+  await symlinkDurable("/dev/null", join(dir, "systemd-firstboot.service"));
+}
+
+/** A service's unit inside the machine: its end is the machine's end. */
+function innerServiceText(s: Service, node: string): string {
+  return `# Written by stratum: service ${s.name} of the node stack.
+[Unit]
+Description=Stratum ${s.name}
+${orderLines(s, innerUnit)}# The stack starts, fails and stops as one, as in host mode: a service
+# that fails or ends ends the machine, which the host sees.
+FailureAction=exit
+SuccessAction=exit
+
+[Service]
+Type=notify
+NotifyAccess=main
+${s.delegate ? "Delegate=yes\n" : ""}WorkingDirectory=/
+ExecStart=${expand(s.exec, "", node).map(quoteExecArg).join(" ")}
+# Also on the machine's console: the host's journal of the machine's unit.
+StandardOutput=journal+console
+StandardError=journal+console
+TimeoutStartSec=90
+TimeoutStopSec=30
+`;
+}
+
+/** Whether the host runs the unified cgroup hierarchy alone (cgroup v2). */
+async function hostCgroupUnified(): Promise<boolean> {
+  return await Deno.stat("/sys/fs/cgroup/cgroup.controllers").then(() => true, () => false);
+}
+
+/** Whether /lib/modules is outside /usr (no merged /usr), so binding /usr does not bring it. */
+async function libModulesApart(): Promise<boolean> {
+  const real = await Deno.realPath("/lib/modules").catch(() => undefined);
+  return real !== undefined && !real.startsWith("/usr/");
 }

@@ -149,6 +149,20 @@ export class Node implements AsyncDisposable {
     return { ...r, doc };
   }
 
+  /**
+   * Runs the shell command `cmd` inside slot `slot`'s nspawn machine (as
+   * docs/nspawn.md says an operator does: nsenter into its systemd, the
+   * child of the unit's main process).
+   */
+  async inMachine(slot: "a" | "b", cmd: string): Promise<string> {
+    return await this.sb.sh(
+      `pid=$(systemctl show -P MainPID stratum-${slot}-machine.service); ` +
+        `nsenter -t $(cat /proc/$pid/task/$pid/children) -m -p /bin/sh -c ${
+          JSON.stringify(cmd).replaceAll("$", "\\$")
+        }`,
+    );
+  }
+
   /** The node's state as tests/support/sandbox/inspect.ts reports it. */
   async state(): Promise<any> {
     const r = await this.sb.deno(["run", "-A", "tests/support/sandbox/inspect.ts"], {

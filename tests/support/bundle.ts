@@ -184,6 +184,95 @@ export async function makeEtcdBundle(
   return dir;
 }
 
+/** Where the kubelet stand-in mounts its volume, as kubelet mounts a Secret. */
+export const volumeDir = "/var/lib/kubelet/pods/pod-1/volumes/kubernetes.io~secret/token";
+/** The health URL of the volume stack: the runtime's side answers 200 only while it sees the volume. */
+export const volumeUrl = "http://127.0.0.1:18090/healthz";
+
+const volumesPy = `import http.server, os, signal, socket, subprocess, sys, threading
+
+opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+volume = "${volumeDir}"
+secret = "secret for %s" % opts.get("name", "node")
+
+def ready():
+    addr = os.environ.get("NOTIFY_SOCKET")
+    if addr:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.connect("\\0" + addr[1:] if addr.startswith("@") else addr)
+        s.send(b"READY=1")
+        s.close()
+
+if opts.get("role") == "kubelet":
+    # As kubelet mounts a Secret: a tmpfs under /var/lib/kubelet/pods, made
+    # in this service's mount namespace, then left to the runtime to use.
+    os.makedirs(volume, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", volume], check=True)
+    with open(os.path.join(volume, "token"), "w") as f:
+        f.write(secret)
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    ready()
+    done.wait()
+    subprocess.run(["umount", volume])
+    sys.exit(0)
+
+# The runtime's side: what a container bind-mounting the volume would read.
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        try:
+            with open(os.path.join(volume, "token")) as f:
+                seen = f.read() == secret
+        except OSError:
+            seen = False
+        body = (("sees %s\\n" % secret) if seen else "no volume\\n").encode()
+        self.send_response(200 if seen else 503)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+http.server.ThreadingHTTPServer.allow_reuse_address = True
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 18090), Health)
+signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
+ready()
+server.serve_forever()
+`;
+
+/**
+ * Writes a bundle whose stack is the part of a Kubernetes node stratum must
+ * not break without running containers: a kubelet stand-in that mounts a
+ * tmpfs volume under /var/lib/kubelet/pods (started after the runtime's
+ * side), and the runtime's side, which is healthy only while it sees that
+ * volume. One machine per service cannot pass this (nspawn's binds are
+ * one-way); one booted machine, or host mode, can. Returns `dir`.
+ */
+export async function makeVolumeBundle(dir: string): Promise<string> {
+  for (const mode of ["host", "nspawn"] as const) {
+    const role = (
+      r: string,
+    ) => ["/usr/bin/python3", "${SLOT}/stack/volumes.py", `--role=${r}`, "--name=${NODE}"];
+    await writeMode(join(dir, mode), {
+      "BUNDLE.json": JSON.stringify({ mode, version: "1" }) + "\n",
+      "stack/volumes.py": volumesPy,
+      "stack.json": JSON.stringify(
+        {
+          services: [
+            { name: "runtime", exec: role("runtime"), delegate: true },
+            { name: "kubelet", exec: role("kubelet"), after: ["runtime"] },
+          ],
+          health: { url: volumeUrl },
+          state: ["/var/lib/kubelet"],
+        },
+        null,
+        2,
+      ) + "\n",
+    });
+  }
+  return dir;
+}
+
 async function writeMode(m: string, files: Record<string, string>): Promise<void> {
   for (const [f, text] of Object.entries(files)) {
     await Deno.mkdir(dirname(join(m, f)), { recursive: true });

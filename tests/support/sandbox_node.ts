@@ -12,19 +12,27 @@
 
 import { join } from "node:path";
 import { assertEquals } from "./assert.ts";
-import { type Behavior, etcdUrl, makeBundle, makeEtcdBundle } from "./bundle.ts";
+import {
+  type Behavior,
+  etcdUrl,
+  makeBundle,
+  makeEtcdBundle,
+  makeVolumeBundle,
+  volumeUrl,
+} from "./bundle.ts";
 import { stratumArgv, stratumEnv } from "./stratum_bin.ts";
 import { repoRoot, Sandbox } from "./sandbox.ts";
 
 export type Mode = "host" | "nspawn";
 
 /** Which stack a test node runs: the small test stack, or Debian's etcd (the stateful one). */
-export type StackKind = "test" | "etcd";
+export type StackKind = "test" | "etcd" | "volume";
 
 /** The health URL of each stack. */
 export const healthUrls: Record<StackKind, string> = {
   test: "http://127.0.0.1:18080/healthz",
   etcd: `${etcdUrl}/health`,
+  volume: volumeUrl,
 };
 
 /** Exits 0 once a stack's health endpoint answers 200 (python3 is in every sandbox). */
@@ -50,6 +58,7 @@ export async function bundle(
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
   made.push(dir);
   if (stack === "etcd") return await makeEtcdBundle(dir);
+  if (stack === "volume") return await makeVolumeBundle(dir);
   return await makeBundle(dir, behavior ? { behavior } : {});
 }
 
@@ -206,6 +215,7 @@ export class Node implements AsyncDisposable {
 
   /** What inspect.ts reads from a healthy stack's endpoint (etcd's does not name the mode). */
   #healthy(mode: Mode): string {
+    if (this.stack === "volume") return "200 sees secret for node-1";
     return this.stack === "etcd" ? '200 {"health":"true"}' : `200 ok ${mode} node-1`;
   }
 

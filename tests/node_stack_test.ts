@@ -10,6 +10,7 @@
 import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
+import { volumeProbeMark } from "./support/bundle.ts";
 
 const ignore = nspawnUnavailable !== undefined;
 
@@ -50,3 +51,25 @@ for (const from of ["nspawn", "host"] as const) {
     },
   });
 }
+
+Deno.test({
+  name:
+    "a stack's command probe runs in its own context (inside the machine) and must pass: node status says not healthy without it",
+  ignore,
+  async fn() {
+    await using n = await Node.boot("nspawn", undefined, { stack: "volume" });
+    const healthy = async () => {
+      const r = await n.stratum(["node", "status", "--json"]);
+      return [r.code, r.doc?.health?.healthy];
+    };
+    // The mark is in the machine's /run only: the probe passes because it runs there.
+    assertEquals(await n.sb.sh(`test -e ${volumeProbeMark} && echo host || echo none`), "none\n");
+    assertEquals(await healthy(), [0, true]);
+    // The HTTP endpoint still answers 200; the command probe alone now fails.
+    await n.inMachine("a", `rm ${volumeProbeMark}`);
+    assertEquals((await n.state()).health, "200 sees secret for node-1");
+    assertEquals(await healthy(), [1, false]);
+    await n.inMachine("a", `echo up > ${volumeProbeMark}`);
+    assertEquals(await healthy(), [0, true]);
+  },
+});

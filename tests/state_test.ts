@@ -119,6 +119,23 @@ for (
   });
 }
 
+Deno.test("readStack: health may add a command probe; one that is not a command line is refused", async () => {
+  const exec = ["/usr/bin/ctr", "version"];
+  const ok = await isolation.readStack(
+    await stackDir({ ...base, health: { ...base.health, exec } }),
+  );
+  assertEquals(ok.health, { url: base.health.url, exec });
+  for (const bad of [[], ["ctr", "version"], "/usr/bin/ctr version", [7]]) {
+    const err = await assertRejects(async () =>
+      isolation.readStack(await stackDir({ ...base, health: { ...base.health, exec: bad } }))
+    );
+    assert(
+      err instanceof isolation.ErrBadStack && err.message.includes("health.exec"),
+      String(err),
+    );
+  }
+});
+
 /** A scratch root with an identity, as a node after its first install. */
 async function node(): Promise<{ paths: host.HostPaths; id: isolation.NodeIdentity }> {
   const paths = host.hostPaths(await Deno.makeTempDir({ prefix: "stratum-root-" }));

@@ -1,3 +1,9 @@
+import * as exec from "../exec/mod.ts";
+import type { HostPaths, Systemctl } from "../host/mod.ts";
+import { machineUnit } from "./nspawn_backend.ts";
+import type { SlotRef } from "./slot.ts";
+import { expand, type Stack } from "./stack.ts";
+
 /**
  * Asks a stack's health URL once, bounded: `ok` when it answers 2xx within
  * `timeoutMs`; `detail` says what it did otherwise (for messages). Never
@@ -14,4 +20,51 @@ export async function probeHealth(
   } catch {
     return { ok: false, detail: "no answer" };
   }
+}
+
+/** What a stack's probes need: where it runs, and how to reach its machine. */
+export interface ProbeContext {
+  readonly paths: HostPaths;
+  readonly systemctl: Systemctl;
+  readonly ref: SlotRef;
+  /** The node's name, for `${NODE}`. */
+  readonly node: string;
+}
+
+/**
+ * Runs every probe of the stack's `health` once, bounded: the URL, then the
+ * command in the stack's own context (inside the slot's machine in nspawn
+ * mode: nsenter into its systemd, so the command sees the machine's mounts
+ * and files). `ok` only when all pass; `detail` names the first that did
+ * not. Never rejects.
+ */
+export async function probeStack(
+  stack: Stack,
+  c: ProbeContext,
+  timeoutMs = 2000,
+): Promise<{ ok: boolean; detail: string }> {
+  const http = await probeHealth(stack.health.url, timeoutMs);
+  if (!http.ok || !stack.health.exec) return http;
+  const argv = c.ref.mode === "nspawn"
+    ? await inMachine(c, expand(stack.health.exec, "", c.node))
+    : expand(stack.health.exec, c.paths.slot(c.ref.slot), c.node);
+  if (!argv) return { ok: false, detail: "the machine does not run" };
+  const r = await exec.run(argv, { timeoutMs }).catch(() => undefined);
+  const what = stack.health.exec.join(" ");
+  if (!r) return { ok: false, detail: `${what}: did not run` };
+  return r.code === 0
+    ? { ok: true, detail: `HTTP ok, ${what}: exit 0` }
+    : { ok: false, detail: `${what}: exit ${r.code}` };
+}
+
+/** `argv` as run inside slot `c.ref.slot`'s machine, or undefined when none runs. */
+async function inMachine(c: ProbeContext, argv: string[]): Promise<string[] | undefined> {
+  const p = await c.systemctl.show(machineUnit(c.ref.slot), ["MainPID"]).catch(() => undefined);
+  const pid = Number(p?.MainPID ?? 0);
+  if (!pid) return undefined;
+  // The machine's systemd: the one child of nspawn, its main process.
+  const children = await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`).catch(() => "");
+  const leader = children.trim().split(/\s+/)[0];
+  if (!leader) return undefined;
+  return ["nsenter", "-t", leader, "-m", "-p", "--", ...argv];
 }

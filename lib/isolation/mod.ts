@@ -29,7 +29,7 @@ export { HostBackend } from "./host_backend.ts";
 export { NspawnBackend } from "./nspawn_backend.ts";
 export { backendFor } from "./backend_for.ts";
 export { ErrBadStack, expand, parseStack, readStack, type Service, type Stack } from "./stack.ts";
-export { probeHealth } from "./health.ts";
+export { type ProbeContext, probeHealth, probeStack } from "./health.ts";
 export {
   checkState,
   checkStateDir,

@@ -9,8 +9,14 @@ import { stateListProblem } from "./state.ts";
  */
 export interface Stack {
   readonly services: readonly Service[];
-  /** An HTTP URL that answers 200 once the stack is up. */
-  readonly health: { readonly url: string };
+  /**
+   * What says the stack is up; every probe given must pass. `url`: an HTTP
+   * URL that answers 2xx. `exec`: a command that exits 0, run in the
+   * stack's own context (on the host in host mode, inside the slot's
+   * machine in nspawn mode), e.g. `ctr version`, `etcdctl endpoint health`;
+   * `${SLOT}` and `${NODE}` are substituted as in a service's `exec`.
+   */
+  readonly health: { readonly url: string; readonly exec?: readonly string[] };
   /**
    * Host config files the stack writes when its slot is prepared: host path
    * (absolute) → file in the slot. They are among the files a migration
@@ -136,9 +142,21 @@ export function parseStack(text: string, path: string): Stack {
   if (typeof health?.url !== "string" || !/^http:\/\//.test(health.url)) {
     throw new ErrBadStack(`${path}: "health.url" must be an http:// URL`);
   }
-  const healthExtra = Object.keys(health).filter((k) => k !== "url");
+  const healthExtra = Object.keys(health).filter((k) => k !== "url" && k !== "exec");
   if (healthExtra.length > 0) {
-    throw new ErrBadStack(`${path}: health has unknown field ${JSON.stringify(healthExtra[0])}`);
+    throw new ErrBadStack(
+      `${path}: health has unknown field ${JSON.stringify(healthExtra[0])} (known: url, exec)`,
+    );
+  }
+  const probe = (health as { exec?: unknown }).exec;
+  if (
+    probe !== undefined &&
+    (!Array.isArray(probe) || probe.length === 0 ||
+      !probe.every((a: unknown) => typeof a === "string") || !String(probe[0]).startsWith("/"))
+  ) {
+    throw new ErrBadStack(
+      `${path}: "health.exec" must be a command line, its program an absolute path`,
+    );
   }
   const hostFiles = o.hostFiles as Record<string, unknown> | undefined;
   if (hostFiles !== undefined) {
@@ -178,7 +196,7 @@ export function parseStack(text: string, path: string): Stack {
       ...(s.delegate ? { delegate: true } : {}),
     })),
     state: state as string[],
-    health: { url: health.url },
+    health: { url: health.url, ...(probe ? { exec: probe as string[] } : {}) },
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
   };
 }

@@ -204,7 +204,12 @@ export async function waitReady(
     const active = await o.systemctl.isActive(unit);
     let health = "no answer";
     if (active) {
-      const r = await isolation.probeHealth(stack.health.url);
+      const r = await isolation.probeStack(stack, {
+        paths: o.paths,
+        systemctl: o.systemctl,
+        ref: o.target,
+        node: o.node,
+      });
       if (r.ok) return;
       health = r.detail;
     }

@@ -186,6 +186,8 @@ export async function makeEtcdBundle(
 
 /** Where the kubelet stand-in mounts its volume, as kubelet mounts a Secret. */
 export const volumeDir = "/var/lib/kubelet/pods/pod-1/volumes/kubernetes.io~secret/token";
+/** The mark the volume stack's runtime side leaves in its /run, which its command probe checks. */
+export const volumeProbeMark = "/run/stratum-volume-probe";
 /** The health URL of the volume stack: the runtime's side answers 200 only while it sees the volume. */
 export const volumeUrl = "http://127.0.0.1:18090/healthz";
 
@@ -218,6 +220,10 @@ if opts.get("role") == "kubelet":
     sys.exit(0)
 
 # The runtime's side: what a container bind-mounting the volume would read.
+# It also leaves a mark in its own /run, which the stack's command probe
+# checks: inside the machine in nspawn mode (the host's /run never has it).
+with open("${volumeProbeMark}", "w") as f:
+    f.write("up")
 class Health(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         try:
@@ -262,7 +268,7 @@ export async function makeVolumeBundle(dir: string): Promise<string> {
             { name: "runtime", exec: role("runtime"), delegate: true },
             { name: "kubelet", exec: role("kubelet"), after: ["runtime"] },
           ],
-          health: { url: volumeUrl },
+          health: { url: volumeUrl, exec: ["/bin/sh", "-c", `test -e ${volumeProbeMark}`] },
           state: ["/var/lib/kubelet"],
         },
         null,

@@ -37,12 +37,15 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
     .action((opts: StatusOptions) => nodeStatus(opts, ctx, deps));
 }
 
-/** The stack's health URL answers 200, asked again until `healthDeadlineMs` has passed. */
-async function answersWithin(url: string): Promise<boolean> {
+/** The stack's health probes all pass, asked again until `healthDeadlineMs` has passed. */
+async function answersWithin(
+  stack: isolation.Stack,
+  c: isolation.ProbeContext,
+): Promise<boolean> {
   const until = performance.now() + healthDeadlineMs;
   for (;;) {
     const left = until - performance.now();
-    if ((await isolation.probeHealth(url, Math.max(250, Math.min(2000, left)))).ok) return true;
+    if ((await isolation.probeStack(stack, c, Math.max(250, Math.min(2000, left)))).ok) return true;
     if (performance.now() + 250 >= until) return false;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -145,7 +148,13 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   };
   const probe = async () => {
     const stack = await isolation.readStack(paths.slot(applied.slot)).catch(() => undefined);
-    return { stack, answers: stack ? await answersWithin(stack.health.url) : false };
+    const c = {
+      paths,
+      systemctl: deps.systemctl(),
+      ref: { mode: applied.mode, slot: applied.slot },
+      node: applied.node,
+    };
+    return { stack, answers: stack ? await answersWithin(stack, c) : false };
   };
   const [bundleCheck, active, { stack, answers }] = await Promise.all([
     checkBundle(),

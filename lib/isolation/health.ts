@@ -57,14 +57,22 @@ export async function probeStack(
     : { ok: false, detail: `${what}: exit ${r.code}` };
 }
 
-/** `argv` as run inside slot `c.ref.slot`'s machine, or undefined when none runs. */
+/**
+ * `argv` as run inside slot `c.ref.slot`'s machine (nsenter into its
+ * systemd, the one child of nspawn, the unit's main process), or undefined
+ * when none runs. The child is read by the shell: Deno asks for every
+ * permission to read another process's /proc entries.
+ */
 async function inMachine(c: ProbeContext, argv: string[]): Promise<string[] | undefined> {
   const p = await c.systemctl.show(machineUnit(c.ref.slot), ["MainPID"]).catch(() => undefined);
   const pid = Number(p?.MainPID ?? 0);
   if (!pid) return undefined;
-  // The machine's systemd: the one child of nspawn, its main process.
-  const children = await Deno.readTextFile(`/proc/${pid}/task/${pid}/children`).catch(() => "");
-  const leader = children.trim().split(/\s+/)[0];
-  if (!leader) return undefined;
-  return ["nsenter", "-t", leader, "-m", "-p", "--", ...argv];
+  return [
+    "/bin/sh",
+    "-c",
+    'p=$1; shift; exec nsenter -t $(cat /proc/$p/task/$p/children) -m -p -- "$@"',
+    "sh",
+    String(pid),
+    ...argv,
+  ];
 }

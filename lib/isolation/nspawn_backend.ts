@@ -142,9 +142,9 @@ ${unified ? "Environment=SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1\n" : ""}ExecStart=${
     }
 # READY=1 comes when the machine's boot is done, also when a service of
 # the stack failed: the start succeeds only once every service is active.
-ExecStartPost=/bin/sh -c 'exec /usr/bin/nsenter -t $(cat /proc/$$MAINPID/task/$$MAINPID/children) -m -p /bin/sh /${readyCheck}'
+ExecStartPost=/bin/sh -c 'exec timeout 30 /usr/bin/nsenter -t $(cat /proc/$$MAINPID/task/$$MAINPID/children) -m -p /bin/sh /${readyCheck}'
 TimeoutStartSec=120
-TimeoutStopSec=60
+TimeoutStopSec=30
 `;
   }
 
@@ -196,13 +196,15 @@ function readyCheckText(stack: Stack): string {
     const u = innerUnit(svc.name);
     // The machine may already be going down (the service's FailureAction):
     // then systemd no longer answers, and the service is named alone.
-    return `if ! systemctl is-active --quiet ${u}; then
-  r=$(systemctl show -P Result ${u} 2>/dev/null); c=$(systemctl show -P ExecMainStatus ${u} 2>/dev/null)
+    return `if ! t is-active --quiet ${u}; then
+  r=$(t show -P Result ${u} 2>/dev/null); c=$(t show -P ExecMainStatus ${u} 2>/dev/null)
   echo "${innerFailure}${u}\${r:+ (Result=$r, exit status $c)}"
 fi`;
   });
   return `# Written by stratum: run in the machine once its boot is done.
-systemctl is-active --quiet ${innerTarget} && exit 0
+# Each question bounded: a machine going down may accept and never answer.
+t() { timeout 3 systemctl "$@"; }
+t is-active --quiet ${innerTarget} && exit 0
 ${lines.join("\n")}
 exit 1
 `;

@@ -82,6 +82,21 @@ for (const mode of ["host", "nspawn"] as const) {
   });
 }
 
+Deno.test({
+  name: "nspawn backend: a command probe running in the machine does not hold up its stop",
+  ignore: nspawnUnavailable !== undefined,
+  async fn() {
+    // Invariant: the machine goes down on its own when stopped (Result
+    // success, not killed at its stop timeout) with a probe still inside,
+    // and the probe fails rather than outliving it.
+    await using sb = await Sandbox.start();
+    const o = await drive(sb, ["probe-during-stop", "nspawn", await bundle()]);
+    assertEquals(o.unexpected, undefined, JSON.stringify(o));
+    assertEquals(o.machine, { Result: "success", ActiveState: "inactive" });
+    assertEquals(o.probe.ok, false, JSON.stringify(o.probe));
+  },
+});
+
 for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
   Deno.test({
     name: `runInPlace drives the real backends ${from} → ${to} to completion`,

@@ -61,7 +61,10 @@ export async function probeStack(
  * `argv` as run inside slot `c.ref.slot`'s machine (nsenter into its
  * systemd, the one child of nspawn, the unit's main process), or undefined
  * when none runs. The child is read by the shell: Deno asks for every
- * permission to read another process's /proc entries.
+ * permission to read another process's /proc entries. nsenter does not
+ * fork (-F): a shell in the machine's mounts forks `argv` into its PIDs,
+ * so a machine going down kills the probe at once (a child nsenter forks
+ * would leave nsenter stopped, and the machine waiting for its reaping).
  */
 async function inMachine(c: ProbeContext, argv: string[]): Promise<string[] | undefined> {
   const p = await c.systemctl.show(machineUnit(c.ref.slot), ["MainPID"]).catch(() => undefined);
@@ -70,7 +73,7 @@ async function inMachine(c: ProbeContext, argv: string[]): Promise<string[] | un
   return [
     "/bin/sh",
     "-c",
-    'p=$1; shift; exec nsenter -t $(cat /proc/$p/task/$p/children) -m -p -- "$@"',
+    'p=$1; shift; exec nsenter -F -t $(cat /proc/$p/task/$p/children) -m -p -- /bin/sh -c \'"$@"; exit $?\' sh "$@"',
     "sh",
     String(pid),
     ...argv,

@@ -142,7 +142,11 @@ ${unified ? "Environment=SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1\n" : ""}ExecStart=${
     }
 # READY=1 comes when the machine's boot is done, also when a service of
 # the stack failed: the start succeeds only once every service is active.
-ExecStartPost=/bin/sh -c 'exec timeout 30 /usr/bin/nsenter -t $(cat /proc/$$MAINPID/task/$$MAINPID/children) -m -p /bin/sh /${readyCheck}'
+# The check's shell stays outside the machine's PIDs (-F), its questions
+# inside: a machine going down stops and kills them and the shell goes on;
+# nsenter's own forked child would leave nsenter stopped with it, and the
+# machine waiting 30 s for that child to be reaped.
+ExecStartPost=/bin/sh -c 'exec timeout 30 /usr/bin/nsenter -F -t $(cat /proc/$$MAINPID/task/$$MAINPID/children) -m -p /bin/sh /${readyCheck}'
 TimeoutStartSec=120
 TimeoutStopSec=30
 `;

@@ -68,6 +68,22 @@ try {
     out.after = await observe();
     await backend.destroy(ref);
     out.destroyed = await observe();
+  } else if (scenario === "probe-during-stop") {
+    // A command probe still running in the machine when the slot stops.
+    await backend.prepare(spec);
+    await backend.start(ref);
+    const stack = await isolation.readStack(paths.slot("a"));
+    const slow = { ...stack, health: { ...stack.health, exec: ["sleep", "47"] } };
+    const probe = isolation.probeStack(slow, { paths, systemctl, ref, node: "node-1" }, 40_000);
+    for (let i = 0; i < 200; i++) {
+      const r = await new Deno.Command("pgrep", { args: ["-x", "-f", "sleep 47"] }).output();
+      if (r.code === 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await backend.stop(ref);
+    out.probe = await probe;
+    out.machine = await systemctl.show("stratum-a-machine.service", ["Result", "ActiveState"]);
+    await backend.destroy(ref);
   } else {
     throw new Error(`unknown scenario ${scenario}`);
   }

@@ -36,7 +36,14 @@ export const packages: readonly Package[] = [
   { name: "etcd-client", provides: "/usr/bin/etcdctl", purposes: test, for: "the stateful stack" },
   { name: "qemu-system-x86", provides: "qemu-system-x86_64", purposes: test, for: "the VM" },
   { name: "mmdebstrap", provides: "mmdebstrap", purposes: test, for: "the VM image" },
-  { name: "busybox-static", provides: "/bin/busybox", purposes: test, for: "the VM's initramfs" },
+  {
+    name: "busybox-static",
+    provides: "/bin/busybox",
+    purposes: test,
+    for: "the VM's initramfs, the node stack's image",
+  },
+  { name: "containerd", provides: "/usr/bin/containerd", purposes: test, for: "the node stack" },
+  { name: "runc", provides: "/usr/sbin/runc", purposes: test, for: "the node stack" },
   { name: "cpio", provides: "cpio", purposes: test, for: "the VM's initramfs" },
   { name: "kmod", provides: "depmod", purposes: test, for: "the VM's kernel modules" },
   {

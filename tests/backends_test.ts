@@ -2,7 +2,7 @@
 // The host and nspawn backends against a real systemd, inside the sandbox.
 import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
-import { type Behavior, makeBundle } from "./support/bundle.ts";
+import { type Behavior, makeBundle, makeWorkloadBundle } from "./support/bundle.ts";
 import { nspawnUnavailable, repoRoot, Sandbox, sandboxUnavailable } from "./support/sandbox.ts";
 
 if (sandboxUnavailable) console.error(`systemd sandbox tests are skipped: ${sandboxUnavailable}`);
@@ -22,6 +22,13 @@ async function bundle(behavior?: Partial<Record<"host" | "nspawn", Behavior>>): 
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
   made.push(dir);
   return await makeBundle(dir, behavior ? { behavior } : {});
+}
+
+async function workloadBundle(declare: boolean): Promise<string> {
+  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+  const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+  made.push(dir);
+  return await makeWorkloadBundle(dir, { declare });
 }
 
 // deno-lint-ignore no-explicit-any
@@ -94,6 +101,23 @@ Deno.test({
     assertEquals(o.unexpected, undefined, JSON.stringify(o));
     assertEquals(o.machine, { Result: "success", ActiveState: "inactive" });
     assertEquals(o.probe.ok, false, JSON.stringify(o.probe));
+  },
+});
+
+Deno.test({
+  name: "host backend: stopping a slot stops the workloads its stack declares, outside its units",
+  ignore: sandboxUnavailable !== undefined,
+  async fn() {
+    // Invariant: after stop, no process of the stack runs, also one that
+    // left its unit's cgroup as runc's containers do. Undeclared, the same
+    // process outlives the stop: what the declaration is for.
+    await using sb = await Sandbox.start();
+    const declared = await drive(sb, ["workloads", "host", await workloadBundle(true)]);
+    assertEquals(declared.unexpected, undefined, JSON.stringify(declared));
+    assertEquals([declared.running, declared.active, declared.leftAfterStop], [1, false, 0]);
+    const undeclared = await drive(sb, ["workloads", "host", await workloadBundle(false)]);
+    assertEquals(undeclared.unexpected, undefined, JSON.stringify(undeclared));
+    assertEquals([undeclared.running, undeclared.leftAfterStop], [1, 1]);
   },
 });
 

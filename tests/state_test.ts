@@ -136,6 +136,41 @@ Deno.test("readStack: health may add a command probe; one that is not a command 
   }
 });
 
+Deno.test("readStack: workloads name cgroups outside systemd's own; the root or a slice of systemd's is refused", async () => {
+  const ok = await isolation.readStack(
+    await stackDir({ ...base, workloads: ["/stratum", "/kubepods.slice"] }),
+  );
+  assertEquals(ok.workloads, ["/stratum", "/kubepods.slice"]);
+  for (
+    const bad of [
+      "/",
+      "stratum",
+      "/stratum/",
+      "/a/../system.slice",
+      "/system.slice",
+      "/system.slice/stratum-b-etcd.service",
+      "/init.scope",
+      "/user.slice/user-0.slice",
+      "/machine.slice",
+      7,
+    ]
+  ) {
+    const err = await assertRejects(async () =>
+      isolation.readStack(await stackDir({ ...base, workloads: [bad] }))
+    );
+    assert(
+      err instanceof isolation.ErrBadStack && err.message.includes('"workloads"') &&
+        err.message.includes(JSON.stringify(bad)),
+      String(err),
+    );
+    assert(!err.message.includes("\n"), "one line");
+  }
+  const notList = await assertRejects(async () =>
+    isolation.readStack(await stackDir({ ...base, workloads: "/stratum" }))
+  );
+  assert(notList instanceof isolation.ErrBadStack, String(notList));
+});
+
 /** A scratch root with an identity, as a node after its first install. */
 async function node(): Promise<{ paths: host.HostPaths; id: isolation.NodeIdentity }> {
   const paths = host.hostPaths(await Deno.makeTempDir({ prefix: "stratum-root-" }));

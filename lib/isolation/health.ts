@@ -52,9 +52,11 @@ export async function probeStack(
   const r = await exec.run(argv, { timeoutMs }).catch(() => undefined);
   const what = stack.health.exec.join(" ");
   if (!r) return { ok: false, detail: `${what}: did not run` };
+  // What the probe said last, so an operator sees why (one line, bounded).
+  const said = `${r.stdout}\n${r.stderr}`.trim().split("\n").filter((l) => l.trim()).pop();
   return r.code === 0
     ? { ok: true, detail: `HTTP ok, ${what}: exit 0` }
-    : { ok: false, detail: `${what}: exit ${r.code}` };
+    : { ok: false, detail: `${what}: exit ${r.code}${said ? `: ${said.slice(0, 200)}` : ""}` };
 }
 
 /**

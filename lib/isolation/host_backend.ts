@@ -5,15 +5,23 @@ import type { CallOptions } from "./backend.ts";
 import { claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, SlotRef } from "./slot.ts";
 import { expand, readStack } from "./stack.ts";
+import { stopWorkloads } from "./workloads.ts";
 
 /**
  * `host` mode: each service of the slot's stack is a systemd unit on the
  * host, `PartOf=` the slot's `stratum-<slot>.target`, which `BindsTo=` every
  * service: starting the target starts the stack and fails when a service
- * cannot start; stopping it stops them all.
+ * cannot start; stopping it stops them all, and the stack's workloads
+ * (containers outside its units: Stack.workloads) with them.
  */
 export class HostBackend extends SlotBackend {
   readonly mode = "host" as const;
+
+  override async stop(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    await super.stop(ref, opts);
+    const stack = await readStack(this.deps.paths.slot(ref.slot)).catch(() => undefined);
+    await stopWorkloads(stack?.workloads ?? [], opts);
+  }
 
   async prepare(spec: NodeSpec, opts: CallOptions = {}): Promise<SlotRef> {
     const { paths, systemctl } = this.deps;

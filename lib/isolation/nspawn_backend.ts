@@ -8,6 +8,7 @@ import type { CallOptions } from "./backend.ts";
 import { type BackendDeps, claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, Slot, SlotRef } from "./slot.ts";
 import { expand, readStack, type Service, type Stack } from "./stack.ts";
+import { stopWorkloadsScript } from "./workloads.ts";
 
 /** The host unit of a slot's machine (the slot's one service in nspawn mode). */
 export function machineUnit(slot: Slot): string {
@@ -79,8 +80,15 @@ export class NspawnBackend extends SlotBackend {
     // the boot as not the first, so it does not enable the presets of the
     // host's packages (apt timers, nftables, dbus) inside the machine.
     await writeFileDurable(join(slotDir, "etc/machine-id"), "", { mode: 0o444 });
-    await writeInnerUnits(slotDir, stack, spec.node);
+    // A container on the host's network gets the machine's /etc/hosts bound
+    // in (runc fails when it is missing); a bundle may bring its own.
+    if (!(await Deno.lstat(join(slotDir, "etc/hosts")).then(() => true, () => false))) {
+      await writeFileDurable(join(slotDir, "etc/hosts"), "127.0.0.1 localhost\n::1 localhost\n", {
+        mode: 0o644,
+      });
+    }
     await ensureDir(join(slotDir, "etc/stratum"));
+    await writeInnerUnits(slotDir, stack, spec.node);
     await writeFileDurable(join(slotDir, readyCheck), readyCheckText(stack), { mode: 0o644 });
     // The links and mount points must survive a power cut like the rest of
     // the slot (layOut synced what it copied, not what is made here).
@@ -232,7 +240,7 @@ Description=Stratum node stack
 Requires=basic.target
 After=basic.target
 ${names.map((n) => `Requires=${n}\nAfter=${n}`).join("\n")}
-AllowIsolate=yes
+${stack.workloads?.length ? `Wants=${workloadsUnit}\n` : ""}AllowIsolate=yes
 `,
     { mode: 0o644 },
   );
@@ -241,8 +249,39 @@ AllowIsolate=yes
       mode: 0o644,
     });
   }
+  if (stack.workloads?.length) {
+    await writeFileDurable(join(slotDir, stopWorkloadsFile), stopWorkloadsScript + "\n", {
+      mode: 0o644,
+    });
+    await writeFileDurable(join(dir, workloadsUnit), workloadsUnitText(stack), { mode: 0o644 });
+  }
   await symlinkDurable(innerTarget, join(dir, "default.target"));
   await symlinkDurable("/dev/null", join(dir, "systemd-firstboot.service"));
+}
+
+/** The script that kills the stack's workloads, in the slot. */
+const stopWorkloadsFile = "etc/stratum/stop-workloads";
+/** The machine's unit that stops the stack's workloads when the machine goes down. */
+const workloadsUnit = "stratum-workloads.service";
+
+/**
+ * Stops the stack's workloads (containers, outside every unit of the
+ * machine) before its services stop: a container's init ignores SIGTERM,
+ * and the machine's shutdown would wait its 90 s for it before SIGKILL.
+ */
+function workloadsUnitText(stack: Stack): string {
+  return `# Written by stratum: kills the stack's workloads when the machine goes down.
+[Unit]
+Description=Stratum node stack's workloads
+${stack.services.map((s) => `After=${innerUnit(s.name)}`).join("\n")}
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/true
+ExecStop=/bin/sh /${stopWorkloadsFile} ${stack.workloads!.map(quoteExecArg).join(" ")}
+TimeoutStopSec=20
+`;
 }
 
 /** A service's unit inside the machine: its end is the machine's end. */
@@ -268,9 +307,16 @@ TimeoutStopSec=30
 `;
 }
 
-/** Whether the host runs the unified cgroup hierarchy alone (cgroup v2). */
+/**
+ * Whether the host runs the unified cgroup hierarchy alone (cgroup v2).
+ * Asked of test(1): the artifact's permissions do not let Deno stat /sys
+ * (found in the VM: the artifact wrote the legacy layout's unit).
+ */
 async function hostCgroupUnified(): Promise<boolean> {
-  return await Deno.stat("/sys/fs/cgroup/cgroup.controllers").then(() => true, () => false);
+  const r = await exec.run(["test", "-e", "/sys/fs/cgroup/cgroup.controllers"], {
+    timeoutMs: 5000,
+  }).catch(() => undefined);
+  return r?.code === 0;
 }
 
 /** Whether /lib/modules is outside /usr (no merged /usr), so binding /usr does not bring it. */

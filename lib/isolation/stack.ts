@@ -30,6 +30,15 @@ export interface Stack {
    * nspawn machine. Empty when the stack keeps nothing.
    */
   readonly state: readonly string[];
+  /**
+   * Cgroups (paths from the hierarchy's root, e.g. `/stratum` for
+   * containerd's namespace `stratum`, `/kubepods.slice`) where the stack's
+   * workloads live in host mode, outside its services' units: containers
+   * outlive the runtime that started them, by design. Stopping a host-mode
+   * slot kills every process in them, and the stop fails while one is left.
+   * In nspawn mode they are inside the machine, which stops whole.
+   */
+  readonly workloads?: readonly string[];
 }
 
 /** One service of a stack: a process stratum runs and systemd supervises. */
@@ -52,7 +61,7 @@ export interface Service {
 }
 
 /** The fields a stack.json may have: any other is a typo that must not pass silently. */
-const stackFields = ["services", "health", "hostFiles", "state"];
+const stackFields = ["services", "health", "hostFiles", "state", "workloads"];
 /** The fields a service may have. */
 const serviceFields = ["name", "exec", "after", "delegate"];
 
@@ -188,6 +197,18 @@ export function parseStack(text: string, path: string): Stack {
   const state = o.state ?? [];
   const problem = stateListProblem(state);
   if (problem) throw new ErrBadStack(`${path}: ${problem}`);
+  const workloads = o.workloads;
+  if (workloads !== undefined) {
+    const bad = !Array.isArray(workloads)
+      ? workloads
+      : workloads.find((w: unknown) => typeof w !== "string" || workloadProblem(w));
+    if (bad !== undefined) {
+      throw new ErrBadStack(
+        `${path}: "workloads" lists cgroup paths such as "/stratum" (not the root, nor inside ` +
+          `systemd's own slices); not ${JSON.stringify(bad)}`,
+      );
+    }
+  }
   return {
     services: services.map((s) => ({
       name: s.name,
@@ -198,7 +219,22 @@ export function parseStack(text: string, path: string): Stack {
     state: state as string[],
     health: { url: health.url, ...(probe ? { exec: probe as string[] } : {}) },
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
+    ...(Array.isArray(workloads) && workloads.length ? { workloads: workloads as string[] } : {}),
   };
+}
+
+/**
+ * Systemd's own top-level cgroups: a workloads path inside one would let a
+ * stack's stop kill host services (stratum itself among them).
+ */
+const systemdCgroups = ["init.scope", "system.slice", "user.slice", "machine.slice", "-.slice"];
+
+/** Why `w` cannot be a workloads cgroup, or undefined. */
+function workloadProblem(w: string): string | undefined {
+  if (!w.startsWith("/") || normalize(w) !== w || w === "/" || w.endsWith("/")) return "path";
+  if (/[\0\n]/.test(w) || w.split("/").some((c) => c === ".." || c === ".")) return "path";
+  if (systemdCgroups.includes(w.split("/")[1] ?? "")) return "systemd's";
+  return undefined;
 }
 
 /** `exec` with `${SLOT}` and `${NODE}` substituted. */

@@ -286,3 +286,59 @@ async function writeMode(m: string, files: Record<string, string>): Promise<void
   }
   await bundle.makeManifest(m);
 }
+
+/** The cgroup the workload bundle's service puts its "container" in, outside its unit. */
+export const workloadCgroup = "/stratum-test-workloads";
+
+const workloadPy = `import glob, os, socket, subprocess, sys, signal
+
+def escape():
+    # As runc places a container: a cgroup of its own, outside the unit, in
+    # every hierarchy (cgroup v2's one, or each v1 one).
+    root = "/sys/fs/cgroup"
+    hiers = [root] if os.path.exists(root + "/cgroup.controllers") else glob.glob(root + "/*/")
+    for h in hiers:
+        d = h.rstrip("/") + "${workloadCgroup}"
+        try:
+            os.makedirs(d, exist_ok=True)
+            with open(d + "/cgroup.procs", "w") as f:
+                f.write("0")
+        except OSError:
+            pass
+
+subprocess.Popen(["sleep", "1000"], preexec_fn=escape, start_new_session=True)
+addr = os.environ.get("NOTIFY_SOCKET")
+if addr:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    s.connect("\\0" + addr[1:] if addr.startswith("@") else addr)
+    s.send(b"READY=1")
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+signal.pause()
+`;
+
+/**
+ * Writes a bundle whose one service starts a process that leaves its unit's
+ * cgroup for ${workloadCgroup}, as a container runtime's containers do; the
+ * stack declares that cgroup as its workloads (unless `declare: false`). Returns `dir`.
+ */
+export async function makeWorkloadBundle(
+  dir: string,
+  opts: { declare?: boolean } = {},
+): Promise<string> {
+  for (const mode of ["host", "nspawn"] as const) {
+    await writeMode(join(dir, mode), {
+      "BUNDLE.json": JSON.stringify({ mode, version: "1" }) + "\n",
+      "stack/workload.py": workloadPy,
+      "stack.json": JSON.stringify(
+        {
+          services: [{ name: "app", exec: ["/usr/bin/python3", "\${SLOT}/stack/workload.py"] }],
+          health: { url: "http://127.0.0.1:18091/" },
+          ...(opts.declare !== false ? { workloads: [workloadCgroup] } : {}),
+        },
+        null,
+        2,
+      ) + "\n",
+    });
+  }
+  return dir;
+}

@@ -70,7 +70,11 @@ export class Vm implements AsyncDisposable {
     const work = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "vm-" });
     const vm = new Vm(work, image);
     await run(["cp", "--sparse=always", join(image, "base.img"), vm.#image]);
-    await run(["mkfs.ext4", "-q", "-F", "-d", payload, join(work, "payload.img"), "256M"]);
+    // Room for the payload (the node stack's bundle is ~270 MB) and ext4's own.
+    const du = await new Deno.Command("du", { args: ["-sm", payload] }).output();
+    const mib = Number(new TextDecoder().decode(du.stdout).split("\t")[0]) || 0;
+    const size = Math.max(256, Math.ceil(mib * 1.25) + 64);
+    await run(["mkfs.ext4", "-q", "-F", "-d", payload, join(work, "payload.img"), `${size}M`]);
     return vm;
   }
 

@@ -84,6 +84,23 @@ try {
     out.probe = await probe;
     out.machine = await systemctl.show("stratum-a-machine.service", ["Result", "ActiveState"]);
     await backend.destroy(ref);
+  } else if (scenario === "workloads") {
+    // A process of the stack outside its unit's cgroup, as a container.
+    const left = async () => {
+      const r = await new Deno.Command("pgrep", { args: ["-x", "-f", "sleep 1000"] }).output();
+      return new TextDecoder().decode(r.stdout).trim().split("\n").filter(Boolean).length;
+    };
+    await backend.prepare(spec);
+    await backend.start(ref);
+    for (let i = 0; i < 100 && (await left()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    out.running = await left();
+    await backend.stop(ref);
+    out.active = await systemctl.isActive(isolation.targetUnit("a"));
+    out.leftAfterStop = await left();
+    await backend.destroy(ref);
+    await new Deno.Command("pkill", { args: ["-9", "-x", "-f", "sleep 1000"] }).output();
   } else {
     throw new Error(`unknown scenario ${scenario}`);
   }

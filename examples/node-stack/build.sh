@@ -1,0 +1,113 @@
+#!/bin/bash
+# Builds the example node stack bundle from this machine's Debian packages
+# only: containerd and runc (the container runtime), etcd, and a kubelet
+# stand-in (python3) that keeps a container running which reads a volume
+# mounted under /var/lib/kubelet/pods. The container's image is an OCI image
+# built here, offline, from busybox-static.
+#
+#   build.sh OUT [VERSION]     writes the bundle (both modes) to OUT, made with
+#                              `stratum bundle make` ($STRATUM, default: stratum)
+#
+# Missing packages exit 3, naming them. Sign it as any bundle:
+#   stratum bundle sign OUT --key signing.pem
+set -euo pipefail
+out=${1:?usage: build.sh OUT [VERSION]}
+version=${2:-1}
+here=$(cd "$(dirname "$0")" && pwd)
+stratum=${STRATUM:-stratum}
+
+missing=()
+for p in containerd runc etcd-server etcd-client busybox-static python3; do
+  dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "build.sh: missing Debian packages: ${missing[*]} (apt-get install ${missing[*]})" >&2
+  exit 3
+fi
+# The file a package installs, by its name in the package's file list.
+pkgfile() { dpkg -L "$1" | grep -E "/s?bin/$2\$" | head -1; }
+
+if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
+  echo "build.sh: $out exists and is not empty" >&2
+  exit 2
+fi
+mkdir -p "$out"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The OCI image (an image layout in a tar): busybox and the links the
+# container's command uses, one layer, made reproducibly.
+arch=$(dpkg --print-architecture)
+mkdir -p "$work/layer/bin" "$work/layer/tmp" "$work/oci/blobs/sha256"
+cp "$(pkgfile busybox-static busybox)" "$work/layer/bin/busybox"
+for l in sh cat sleep ls; do ln -s busybox "$work/layer/bin/$l"; done
+chmod 1777 "$work/layer/tmp"
+tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/layer" -cf "$work/layer.tar" .
+blob() { # FILE -> stores it, prints "sha256:HEX SIZE"
+  local d
+  d=$(sha256sum "$1" | cut -d' ' -f1)
+  cp "$1" "$work/oci/blobs/sha256/$d"
+  echo "sha256:$d $(stat -c %s "$1")"
+}
+read -r layer_digest layer_size < <(blob "$work/layer.tar")
+printf '{"architecture":"%s","os":"linux","config":{"Cmd":["/bin/sh"]},"rootfs":{"type":"layers","diff_ids":["%s"]}}' \
+  "$arch" "$layer_digest" >"$work/config.json"
+read -r config_digest config_size < <(blob "$work/config.json")
+printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"%s","size":%s}]}' \
+  "$config_digest" "$config_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
+read -r manifest_digest manifest_size < <(blob "$work/manifest.json")
+printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"stratum.local/busybox:1","org.opencontainers.image.ref.name":"1"}}]}' \
+  "$manifest_digest" "$manifest_size" "$arch" >"$work/oci/index.json"
+echo '{"imageLayoutVersion":"1.0.0"}' >"$work/oci/oci-layout"
+tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/oci" -cf "$work/busybox-oci.tar" .
+
+for mode in host nspawn; do
+  m=$out/$mode
+  mkdir -p "$m/opt/node/bin" "$m/opt/node/etc" "$m/opt/node/lib" "$m/opt/node/image"
+  for b in containerd:containerd containerd:containerd-shim-runc-v2 containerd:ctr runc:runc \
+    etcd-server:etcd etcd-client:etcdctl; do
+    cp "$(pkgfile "${b%%:*}" "${b##*:}")" "$m/opt/node/bin/${b##*:}"
+  done
+  cp "$here/kubelet-standin.py" "$m/opt/node/lib/kubelet-standin.py"
+  cp "$here/node-check" "$m/opt/node/lib/node-check"
+  cp "$here/containerd.toml" "$m/opt/node/etc/containerd.toml"
+  cp "$work/busybox-oci.tar" "$m/opt/node/image/busybox-oci.tar"
+  # The pod's container lives in the cgroup containerd's default gives it
+  # (/<namespace>/<id>), outside containerd's unit (in nspawn mode: inside
+  # the machine, outside its units): declared, so stopping the slot stops it.
+  workloads='"workloads": ["/stratum"],'
+  cat >"$m/stack.json" <<JSON
+{
+  "services": [
+    {
+      "name": "containerd",
+      "exec": ["/usr/bin/env", "PATH=\${SLOT}/opt/node/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "\${SLOT}/opt/node/bin/containerd", "--config", "\${SLOT}/opt/node/etc/containerd.toml"],
+      "delegate": true
+    },
+    {
+      "name": "etcd",
+      "exec": ["\${SLOT}/opt/node/bin/etcd", "--name=\${NODE}", "--data-dir=/var/lib/etcd-node",
+        "--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
+        "--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+        "--initial-cluster=\${NODE}=http://127.0.0.1:2380", "--log-level=warn"]
+    },
+    {
+      "name": "kubelet",
+      "exec": ["/usr/bin/env", "PATH=\${SLOT}/opt/node/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "/usr/bin/python3", "\${SLOT}/opt/node/lib/kubelet-standin.py",
+        "--image-tar=\${SLOT}/opt/node/image/busybox-oci.tar", "--node=\${NODE}"],
+      "after": ["containerd"]
+    }
+  ],
+  "health": {
+    "url": "http://127.0.0.1:2379/health",
+    "exec": ["/bin/sh", "\${SLOT}/opt/node/lib/node-check", "\${SLOT}/opt/node/bin"]
+  },
+  $workloads
+  "state": ["/var/lib/containerd", "/var/lib/etcd-node", "/var/lib/kubelet"]
+}
+JSON
+done
+$stratum bundle make "$out" --version "$version" >&2
+echo "$out"

@@ -1,0 +1,88 @@
+"""The part of kubelet's job stratum must not break, for the example node stack.
+
+It talks to containerd over its socket (ctr), mounts a tmpfs volume under
+/var/lib/kubelet/pods/<uid>/volumes/ as kubelet mounts a Secret, and keeps a
+container running that bind-mounts that volume and reads it. The node's
+image is imported from the bundle once, on the node's first start (an
+air-gapped node's preload); after that it must still be in containerd's
+store, and the stand-in fails rather than import it again.
+"""
+import os, signal, socket, subprocess, sys, threading, time
+
+opts = dict(a[2:].split("=", 1) for a in sys.argv[1:] if a.startswith("--") and "=" in a)
+image_tar = opts["image-tar"]
+image = opts.get("image", "stratum.local/busybox:1")
+node = opts.get("node", "node")
+pod = "pod-1"
+volume = "/var/lib/kubelet/pods/%s/volumes/kubernetes.io~secret/token" % pod
+imported = "/var/lib/kubelet/stratum-images-imported"
+ctr = ["ctr", "--address", "/run/containerd/containerd.sock", "--namespace", "stratum"]
+
+
+def say(msg):
+    print("kubelet-standin: " + msg, flush=True)
+
+
+def run(*args, check=True):
+    r = subprocess.run(ctr + list(args), capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise SystemExit("kubelet-standin: ctr %s: %s" % (" ".join(args), r.stderr.strip()))
+    return r
+
+
+def ready():
+    addr = os.environ.get("NOTIFY_SOCKET")
+    if addr:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        s.connect("\0" + addr[1:] if addr.startswith("@") else addr)
+        s.send(b"READY=1")
+        s.close()
+
+
+for _ in range(100):
+    if run("version", check=False).returncode == 0:
+        break
+    time.sleep(0.1)
+else:
+    raise SystemExit("kubelet-standin: containerd does not answer on its socket")
+
+names = run("images", "ls", "-q").stdout.split()
+if image not in names:
+    if os.path.exists(imported):
+        raise SystemExit("kubelet-standin: image %s was imported once and is gone from containerd's store" % image)
+    run("images", "import", "--no-unpack", image_tar)
+    with open(imported, "w") as f:
+        f.write(image + "\n")
+    say("imported %s (first start)" % image)
+
+# The volume, as kubelet mounts a Secret: a tmpfs in the stack's own mounts.
+os.makedirs(volume, exist_ok=True)
+if subprocess.run(["mountpoint", "-q", volume]).returncode != 0:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", volume], check=True)
+with open(os.path.join(volume, "token"), "w") as f:
+    f.write("secret for %s\n" % node)
+
+# A container left by the stack that ran before (its task died with it).
+run("task", "kill", "-s", "SIGKILL", pod, check=False)
+run("task", "delete", "-f", pod, check=False)
+run("containers", "delete", pod, check=False)
+run("run", "-d", "--net-host",
+    "--mount", "type=bind,src=%s,dst=/run/secret,options=rbind:ro" % volume,
+    image, pod, "/bin/sh", "-c",
+    "while :; do cat /run/secret/token > /tmp/seen; sleep 1; done")
+say("container %s runs, reading the volume" % pod)
+
+done = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: done.set())
+ready()
+# A task reported STOPPED (or gone) three checks in a row has ended; an
+# UNKNOWN status is a shim slow to answer (a loaded node), not an end.
+gone = 0
+while not done.wait(5):
+    rows = [l.split() for l in run("task", "ls", check=False).stdout.splitlines()[1:]]
+    status = next((r[2] for r in rows if len(r) >= 3 and r[0] == pod), "GONE")
+    gone = gone + 1 if status in ("STOPPED", "GONE") else 0
+    if gone >= 3:
+        raise SystemExit("kubelet-standin: container %s stopped" % pod)
+# As kubelet: its pods outlive it; stopping the stack is stratum's job.
+sys.exit(0)

@@ -67,6 +67,14 @@ export class Vm implements AsyncDisposable {
    */
   static async create(image: string, payload: string): Promise<Vm> {
     await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+    // One VM at a time on this machine: the test runner runs two files at
+    // once, and two TCG guests on 2 cores time each other out (seen in CI).
+    const lock = await Deno.open(join(repoRoot, ".test-tmp", "vm.lock"), {
+      create: true,
+      write: true,
+    });
+    await lock.lock(true);
+    vmLocks.push(lock);
     const work = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "vm-" });
     const vm = new Vm(work, image);
     await run(["cp", "--sparse=always", join(image, "base.img"), vm.#image]);
@@ -221,8 +229,12 @@ export class Vm implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.powerCut();
     await Deno.remove(this.work, { recursive: true }).catch(() => {});
+    vmLocks.shift()?.close();
   }
 }
+
+/** The lock each live Vm holds (closing the file releases it). */
+const vmLocks: Deno.FsFile[] = [];
 
 async function run(argv: string[]): Promise<void> {
   const o = await new Deno.Command(argv[0]!, { args: argv.slice(1), stderr: "piped" }).output();

@@ -115,6 +115,9 @@ Deno.test({
     const declared = await drive(sb, ["workloads", "host", await workloadBundle(true)]);
     assertEquals(declared.unexpected, undefined, JSON.stringify(declared));
     assertEquals([declared.running, declared.active, declared.leftAfterStop], [1, false, 0]);
+    // A slot destroyed with its units already down (a rollback's failed
+    // target) while the other slot is down: its workload dies too.
+    assertEquals([declared.runningAfterUnitsStop, declared.leftAfterDestroy], [1, 0]);
     const undeclared = await drive(sb, ["workloads", "host", await workloadBundle(false)]);
     assertEquals(undeclared.unexpected, undefined, JSON.stringify(undeclared));
     assertEquals([undeclared.running, undeclared.leftAfterStop], [1, 1]);

@@ -67,3 +67,24 @@ Deno.test("node.json: saved, replaced and restored byte for byte", async () => {
   await isolation.restoreNodeConfig(paths.nodeConfig, paths.nodeConfigSaved); // nothing saved: no-op
   assertEquals(await Deno.readTextFile(paths.nodeConfig), original);
 });
+
+Deno.test("the kernel settings of a stack's host files are read as sysctl and modules-load read them", async () => {
+  const { parseModules, parseSysctl } = await import("../lib/isolation/host_kernel.ts");
+  assertEquals(
+    [
+      ...parseSysctl(
+        "# c\n; c\nnet.ipv4.ip_forward = 1\n-net.bridge.bridge-nf-call-iptables=1\n" +
+          "net/ipv4/ping_group_range = 0\t2147483647\nnot a line\n\n",
+      ),
+    ],
+    [
+      ["net.ipv4.ip_forward", "1"],
+      ["net.bridge.bridge-nf-call-iptables", "1"],
+      ["net.ipv4.ping_group_range", "0\t2147483647"],
+    ],
+  );
+  assertEquals(parseModules("# c\noverlay\n  br_netfilter \n; x\nbad name\n"), [
+    "overlay",
+    "br_netfilter",
+  ]);
+});

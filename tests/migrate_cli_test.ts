@@ -135,6 +135,33 @@ Deno.test({
   },
 });
 
+// The target's kernel settings (a sysctl its host file asks for, per
+// network namespace: the sandbox's own) are applied before it starts and
+// kept when it runs; a rollback puts the value from before back.
+const portKey = "net.ipv4.ip_unprivileged_port_start";
+const sysctl = { nspawn: `${portKey} = 900` };
+for (const fails of [false, true]) {
+  Deno.test({
+    name: fails
+      ? "a rollback puts back the kernel settings the target applied"
+      : "a migration applies the target's kernel settings before it starts, and keeps them",
+    ignore,
+    async fn() {
+      await using n = await Node.boot("host", fails ? { nspawn: "fail-start" } : undefined, {
+        sysctl,
+      });
+      const before = (await n.sb.sh(`sysctl -n ${portKey}`)).trim();
+      assert(before !== "900", `the sandbox starts with another value: ${before}`);
+      const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", n.bundle]);
+      assertEquals(r.code, fails ? 1 : 0, r.stderr);
+      assertEquals((await n.sb.sh(`sysctl -n ${portKey}`)).trim(), fails ? before : "900");
+      // The values recorded for the rollback are gone once it is kept or undone.
+      const record = await n.sb.exec(["test", "-e", "/var/lib/stratum/kernel-before.json"]);
+      assertEquals(record.code, 1, "no record of values before is left");
+    },
+  });
+}
+
 Deno.test({
   name: "a health endpoint that never answers rolls back at --wait-ready",
   ignore,

@@ -9,16 +9,17 @@
 //   answers, the container started by the target runs and reads the volume;
 // - containerd's store holds the same image blobs (same inodes: the image
 //   was never imported again; an air-gapped node cannot pull);
+// - the host's kernel has what the runtime asks (br_netfilter's sysctls, forwarding);
 // - etcd has every acknowledged key.
 //
 // Runs with the other VM tests (STRATUM_VM_TESTS; off skips it).
 
 import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
-import { getKeys, keyNames, putKeys } from "./support/etcd.ts";
+import { getKeys, keyBatches } from "./support/etcd.ts";
 import { repoRoot } from "./support/sandbox.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
-import { buildImage, Vm, vmUnavailable } from "./support/vm.ts";
+import { buildImage, type Vm, vmUnavailable, vmWithArtifact } from "./support/vm.ts";
 import { lacking } from "../scripts/packages.ts";
 
 const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
@@ -41,30 +42,17 @@ Deno.test({
   sanitizeResources: false,
   async fn(t) {
     const image = await buildImage();
-    const payload = await Deno.makeTempDir({
-      dir: join(repoRoot, ".test-tmp"),
-      prefix: "payload-",
+    await using vm = await vmWithArtifact(image.dir, stratumBin!, async (payload) => {
+      const built = await new Deno.Command("bash", {
+        args: [join(repoRoot, "examples/node-stack/build.sh"), join(payload, "node-bundle")],
+        env: { STRATUM: stratumBin! },
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
     });
-    await Deno.copyFile(stratumBin!, join(payload, "stratum"));
-    await Deno.chmod(join(payload, "stratum"), 0o755);
-    const built = await new Deno.Command("bash", {
-      args: [join(repoRoot, "examples/node-stack/build.sh"), join(payload, "node-bundle")],
-      env: { STRATUM: stratumBin! },
-      stdout: "null",
-      stderr: "piped",
-    }).output();
-    assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
-    await using vm = await Vm.create(image.dir, payload);
-    await Deno.remove(payload, { recursive: true });
     await vm.boot();
-    const written: string[] = [];
-    let n = 0;
-    const write = async () => {
-      const prefix = `k${n++}/`;
-      const r = await putKeys(vm, prefix, 20);
-      assertEquals(r.acked, 20);
-      written.push(...keyNames(prefix, 20));
-    };
+    const { write, written } = keyBatches(vm, 20);
     let inodes = "";
 
     await t.step("install in nspawn mode: the container runs in the booted machine", async () => {
@@ -142,6 +130,13 @@ async function assertStack(vm: Vm, mode: Mode, inodes: string, keys: string[], l
     active.stdout.trim().split("\n"),
     node.slot === "a" ? ["active", "inactive"] : ["inactive", "active"],
     `${label}: exactly the slot node.json names runs`,
+  );
+  // The host's kernel as the stack's host files ask (applied at prepare, or by the boot).
+  assertEquals(
+    (await vm.sh("sysctl -n net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables")).split(/\s+/)
+      .filter(Boolean),
+    ["1", "1"],
+    `${label}: the runtime's kernel settings`,
   );
   const pods = await vm.exec([
     "pgrep",

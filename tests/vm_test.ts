@@ -17,11 +17,10 @@
 import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
 import { makeEtcdBundle } from "./support/bundle.ts";
-import { getKeys, keyNames, putKeys } from "./support/etcd.ts";
-import { repoRoot } from "./support/sandbox.ts";
+import { getKeys, keyBatches } from "./support/etcd.ts";
 import { journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
-import { buildImage, Vm, vmUnavailable } from "./support/vm.ts";
+import { buildImage, type Vm, vmUnavailable, vmWithArtifact } from "./support/vm.ts";
 import { installSteps } from "../lib/node/mod.ts";
 
 const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
@@ -70,24 +69,11 @@ Deno.test({
   async fn(t) {
     const image = await buildImage();
     console.error(`vm image ready in ${(image.builtMs / 1000).toFixed(1)} s (${image.dir})`);
-    const payload = await Deno.makeTempDir({
-      dir: join(repoRoot, ".test-tmp"),
-      prefix: "payload-",
+    await using vm = await vmWithArtifact(image.dir, stratumBin!, async (payload) => {
+      await makeEtcdBundle(join(payload, "bundle"));
     });
-    await Deno.copyFile(stratumBin!, join(payload, "stratum"));
-    await Deno.chmod(join(payload, "stratum"), 0o755);
-    await makeEtcdBundle(join(payload, "bundle"));
-    await using vm = await Vm.create(image.dir, payload);
-    await Deno.remove(payload, { recursive: true });
     await vm.boot();
-    const written: string[] = [];
-    let n = 0;
-    const write = async () => {
-      const prefix = `k${n++}/`;
-      const r = await putKeys(vm, prefix, 50);
-      assertEquals(r.acked, 50);
-      written.push(...keyNames(prefix, 50));
-    };
+    const { write, written } = keyBatches(vm, 50);
     /** Cuts the power, boots with no command, and returns ms from power-on to etcd healthy. */
     const cutAndBoot = async (label: string) => {
       await vm.powerCut();

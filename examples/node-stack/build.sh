@@ -72,6 +72,11 @@ for mode in host nspawn; do
   cp "$here/node-check" "$m/opt/node/lib/node-check"
   cp "$here/containerd.toml" "$m/opt/node/etc/containerd.toml"
   cp "$work/busybox-oci.tar" "$m/opt/node/image/busybox-oci.tar"
+  # What the host's kernel must give a container runtime (stratum applies
+  # them when it prepares the slot and puts them back on a rollback).
+  mkdir -p "$m/host-files"
+  printf 'overlay\nbr_netfilter\n' >"$m/host-files/modules.conf"
+  printf 'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n' >"$m/host-files/sysctl.conf"
   # The pod's container lives in the cgroup containerd's default gives it
   # (/<namespace>/<id>), outside containerd's unit (in nspawn mode: inside
   # the machine, outside its units): declared, so stopping the slot stops it.
@@ -103,6 +108,10 @@ for mode in host nspawn; do
   "health": {
     "url": "http://127.0.0.1:2379/health",
     "exec": ["/bin/sh", "\${SLOT}/opt/node/lib/node-check", "\${SLOT}/opt/node/bin"]
+  },
+  "hostFiles": {
+    "/etc/modules-load.d/stratum.conf": "host-files/modules.conf",
+    "/etc/sysctl.d/90-stratum.conf": "host-files/sysctl.conf"
   },
   $workloads
   "state": ["/var/lib/containerd", "/var/lib/etcd-node", "/var/lib/kubelet"]

@@ -11,6 +11,7 @@ import {
   writeFileDurable,
 } from "../host/mod.ts";
 import { linkOrCopyTree, normalizeModes } from "../bundle/mod.ts";
+import { applyKernelConfig } from "./host_kernel.ts";
 import type { Stack } from "./stack.ts";
 
 /**
@@ -34,7 +35,8 @@ export async function layOut(bundleDir: string, slotDir: string): Promise<void> 
 /**
  * Writes the stack's host config files (see Stack.hostFiles), each from a
  * regular file in the slot (a link there is refused, so a slot cannot make
- * root copy another host file out), mode 0644.
+ * root copy another host file out), mode 0644, and applies the kernel
+ * settings among them (host_kernel.ts).
  */
 export async function writeHostFiles(
   paths: HostPaths,
@@ -51,4 +53,6 @@ export async function writeHostFiles(
     await ensureDir(dirname(dest));
     await writeFileDurable(dest, await Deno.readFile(from), { mode: 0o644 });
   }
+  // The runtime needs them before it starts, not at the next boot.
+  await applyKernelConfig(paths);
 }

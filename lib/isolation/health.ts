@@ -32,11 +32,18 @@ export interface ProbeContext {
 }
 
 /**
- * Runs every probe of the stack's `health` once, bounded: the URL, then the
- * command in the stack's own context (inside the slot's machine in nspawn
- * mode: nsenter into its systemd, so the command sees the machine's mounts
- * and files). `ok` only when all pass; `detail` names the first that did
- * not. Never rejects.
+ * How long a command probe may take: it starts programs (`ctr`, `etcdctl`)
+ * that ask the stack in turn, seconds on a loaded or slow node (measured:
+ * the example stack's probe took over 2 s in the VM while CI ran beside it).
+ */
+export const commandProbeMs = 10_000;
+
+/**
+ * Runs every probe of the stack's `health` once, bounded: the URL
+ * (`timeoutMs`), then the command in the stack's own context (inside the
+ * slot's machine in nspawn mode: nsenter into its systemd, so the command
+ * sees the machine's mounts and files; commandProbeMs). `ok` only when all
+ * pass; `detail` names the first that did not. Never rejects.
  */
 export async function probeStack(
   stack: Stack,
@@ -49,9 +56,16 @@ export async function probeStack(
     ? await inMachine(c, expand(stack.health.exec, "", c.node))
     : expand(stack.health.exec, c.paths.slot(c.ref.slot), c.node);
   if (!argv) return { ok: false, detail: "the machine does not run" };
-  const r = await exec.run(argv, { timeoutMs }).catch(() => undefined);
   const what = stack.health.exec.join(" ");
-  if (!r) return { ok: false, detail: `${what}: did not run` };
+  const r = await exec.run(argv, { timeoutMs: commandProbeMs }).catch((err) => err as Error);
+  if (r instanceof Error) {
+    return {
+      ok: false,
+      detail: r instanceof exec.ErrTimeout
+        ? `${what}: did not finish in ${commandProbeMs / 1000} s`
+        : `${what}: did not run (${r.message})`,
+    };
+  }
   // What the probe said last, so an operator sees why (one line, bounded).
   const said = `${r.stdout}\n${r.stderr}`.trim().split("\n").filter((l) => l.trim()).pop();
   return r.code === 0

@@ -3,7 +3,7 @@ import { layOut, writeHostFiles } from "./_slot_layout.ts";
 import { orderLines, serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
 import type { CallOptions } from "./backend.ts";
 import { claimFor, SlotBackend } from "./_slot_backend.ts";
-import type { NodeSpec, SlotRef } from "./slot.ts";
+import { type NodeSpec, otherSlot, type SlotRef } from "./slot.ts";
 import { expand, readStack } from "./stack.ts";
 import { stopWorkloads } from "./workloads.ts";
 
@@ -19,6 +19,24 @@ export class HostBackend extends SlotBackend {
 
   override async stop(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
     await super.stop(ref, opts);
+    await this.#stopWorkloads(ref, opts);
+  }
+
+  /**
+   * Destroys the slot; its workloads die too unless the other slot runs.
+   * A rollback destroys a target that may have started containers and
+   * then failed (its units already down, the containers not); the source,
+   * destroyed once the target runs, was stopped whole before, and the
+   * cgroups may now hold the running target's containers (an upgrade).
+   */
+  override async destroy(ref: SlotRef, opts: CallOptions = {}): Promise<void> {
+    const other = targetUnit(otherSlot(ref.slot));
+    const otherRuns = await this.deps.systemctl.isActive(other, opts).catch(() => false);
+    if (!otherRuns) await this.#stopWorkloads(ref, opts);
+    await super.destroy(ref, opts);
+  }
+
+  async #stopWorkloads(ref: SlotRef, opts: CallOptions): Promise<void> {
     const stack = await readStack(this.deps.paths.slot(ref.slot)).catch(() => undefined);
     await stopWorkloads(stack?.workloads ?? [], opts);
   }

@@ -33,10 +33,12 @@ export interface Stack {
   /**
    * Cgroups (paths from the hierarchy's root, e.g. `/stratum` for
    * containerd's namespace `stratum`, `/kubepods.slice`) where the stack's
-   * workloads live in host mode, outside its services' units: containers
-   * outlive the runtime that started them, by design. Stopping a host-mode
-   * slot kills every process in them, and the stop fails while one is left.
-   * In nspawn mode they are inside the machine, which stops whole.
+   * workloads live, outside its services' units: containers outlive the
+   * runtime that started them, by design. Stopping a host-mode slot (or
+   * destroying one while the other slot is down: a rollback's target) kills
+   * every process in them, and fails while one is left. In nspawn mode the
+   * paths are inside the machine, whose stratum-workloads.service kills
+   * them as it goes down.
    */
   readonly workloads?: readonly string[];
 }

@@ -44,7 +44,8 @@ export interface InPlaceHooksOptions {
  * - preflight: modes differ, nspawn present, bundle verifies, target slot free, disk space;
  * - preflight also copies the bundle beside the installed one, hashing each file as it reads it;
  * - download: makes that copy the installed bundle (an upgrade: builds the target from it);
- * - snapshot/restore/discardConfig: the host config files both modes write;
+ * - snapshot/restore/discardConfig: the host config files both modes write, and the kernel
+ *   settings among them put back (host_kernel.ts);
  * - cleanupNetwork: links, chains and pinned BPF objects the source left;
  * - persistTarget/restoreSource: /etc/stratum/node.json, the source's copy kept until the end;
  * - waitReady: the target's units active and its health endpoint answering, bounded;
@@ -138,10 +139,18 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
       await bundle.promoteBundle(installed);
       log(`download: ${source} installed as ${installed}, verified as it was copied`);
     },
-    snapshotConfig: () => snapshot.take(),
+    snapshotConfig: async () => {
+      // Values an earlier, unfinished change recorded are not this one's "before".
+      await isolation.discardKernelRecord(paths);
+      await snapshot.take();
+    },
     restoreConfig: async () => {
       const stale = await snapshot.ownerOnDisk();
-      if (!(await snapshot.restore()) && stale !== undefined) {
+      const restored = await snapshot.restore();
+      // The kernel as the restored files say (keys they no longer set: as
+      // before); nothing recorded, nothing to do.
+      await isolation.restoreKernelConfig(paths);
+      if (!restored && stale !== undefined) {
         log(
           `restore-config: left alone a config snapshot of another migration (${
             stale || "unowned"
@@ -151,6 +160,7 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
     },
     discardConfig: async () => {
       await snapshot.discard();
+      await isolation.discardKernelRecord(paths);
       if (upgrade) await bundle.dropStaged(installed);
     },
     cleanupNetwork: async (signal) => {

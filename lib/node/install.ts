@@ -228,6 +228,8 @@ function ready(o: InstallOptions, node: string) {
 /** The mode's host preparation and the boot unit; true when either changed. */
 async function finishHost(o: InstallOptions): Promise<boolean> {
   const prepared = await isolation.prepareHost(o.paths, o.mode);
+  // The slot's prepare applied the stack's kernel settings: kept, as installed.
+  await isolation.discardKernelRecord(o.paths);
   const unit = await installBootUnit(o.paths, o.self);
   if (prepared || unit) await o.systemctl.daemonReload();
   return prepared || unit;

@@ -95,6 +95,8 @@ export async function makeBundle(
     stateless?: boolean;
     /** The stack's release (default 1): another release is another bundle (an upgrade). */
     release?: string;
+    /** More lines of a mode's sysctl file (its host file /etc/sysctl.d/90-stratum.conf). */
+    sysctl?: Partial<Record<Mode, string>>;
   } = {},
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
@@ -116,7 +118,9 @@ export async function makeBundle(
     await writeMode(join(dir, mode), {
       "BUNDLE.json": JSON.stringify({ mode, version: opts.release ?? "1" }) + "\n",
       "stack/stack.py": stackPy,
-      "host-files/90-stratum.conf": `# stratum ${mode} mode\nnet.ipv4.ip_forward = 1\n`,
+      "host-files/90-stratum.conf": `# stratum ${mode} mode\nnet.ipv4.ip_forward = 1\n${
+        opts.sysctl?.[mode] ? `${opts.sysctl[mode]}\n` : ""
+      }`,
       "stack.json": JSON.stringify(
         {
           services: [

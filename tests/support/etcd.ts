@@ -59,6 +59,24 @@ export function keyNames(prefix: string, n: number): string[] {
 }
 
 /**
+ * Writes batches of `n` keys (`k0/`, `k1/`, …), each asserted acknowledged,
+ * and keeps the names written: what must be there after every move or cut.
+ */
+export function keyBatches(sb: Runs, n: number): { write(): Promise<void>; written: string[] } {
+  const written: string[] = [];
+  let batch = 0;
+  return {
+    written,
+    async write() {
+      const prefix = `k${batch++}/`;
+      const r = await putKeys(sb, prefix, n);
+      if (r.acked !== n) throw new Error(`etcd acknowledged ${r.acked} of ${n} keys`);
+      written.push(...keyNames(prefix, n));
+    },
+  };
+}
+
+/**
  * Samples the sandbox's process table every 5 ms for etcd processes and
  * records the most seen at once, until stopped. Two at once would mean two
  * stacks had the node's data open together.

@@ -53,13 +53,17 @@ globalThis.addEventListener("unload", () => {
 export async function bundle(
   behavior?: Partial<Record<Mode, Behavior>>,
   stack: StackKind = "test",
+  sysctl?: Partial<Record<Mode, string>>,
 ): Promise<string> {
   await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
   made.push(dir);
   if (stack === "etcd") return await makeEtcdBundle(dir);
   if (stack === "volume") return await makeVolumeBundle(dir);
-  return await makeBundle(dir, behavior ? { behavior } : {});
+  return await makeBundle(dir, {
+    ...(behavior ? { behavior } : {}),
+    ...(sysctl ? { sysctl } : {}),
+  });
 }
 
 export class Node implements AsyncDisposable {
@@ -81,7 +85,7 @@ export class Node implements AsyncDisposable {
   static async boot(
     from: Mode,
     behavior?: Partial<Record<Mode, Behavior>>,
-    opts: { persistent?: boolean; stack?: StackKind } = {},
+    opts: { persistent?: boolean; stack?: StackKind; sysctl?: Partial<Record<Mode, string>> } = {},
   ): Promise<Node> {
     let state: string | undefined;
     if (opts.persistent) {
@@ -89,7 +93,7 @@ export class Node implements AsyncDisposable {
       state = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "state-" });
     }
     const sb = await Sandbox.start(state ? { state } : {});
-    const b = await bundle(behavior, opts.stack);
+    const b = await bundle(behavior, opts.stack, opts.sysctl);
     // Installed as an operator installs it: `stratum node install`.
     const r = await sb.exec(
       stratumArgv(["node", "install", "--mode", from, "--bundle", b, "--node", "node-1"]),

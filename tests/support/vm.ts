@@ -236,6 +236,27 @@ export class Vm implements AsyncDisposable {
 /** The lock each live Vm holds (closing the file releases it). */
 const vmLocks: Deno.FsFile[] = [];
 
+/**
+ * A node, not booted, whose payload disk holds the artifact under test as
+ * /srv/payload/stratum and what `fill` writes into the payload directory.
+ */
+export async function vmWithArtifact(
+  image: string,
+  artifact: string,
+  fill: (payload: string) => Promise<void>,
+): Promise<Vm> {
+  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+  const payload = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "payload-" });
+  try {
+    await Deno.copyFile(artifact, join(payload, "stratum"));
+    await Deno.chmod(join(payload, "stratum"), 0o755);
+    await fill(payload);
+    return await Vm.create(image, payload);
+  } finally {
+    await Deno.remove(payload, { recursive: true });
+  }
+}
+
 async function run(argv: string[]): Promise<void> {
   const o = await new Deno.Command(argv[0]!, { args: argv.slice(1), stderr: "piped" }).output();
   if (!o.success) {

@@ -99,7 +99,15 @@ try {
     await backend.stop(ref);
     out.active = await systemctl.isActive(isolation.targetUnit("a"));
     out.leftAfterStop = await left();
+    // A rollback's target: started (its workload runs), its units down, destroyed.
+    await backend.start(ref);
+    for (let i = 0; i < 100 && (await left()) === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await systemctl.stop([isolation.targetUnit("a")]);
+    out.runningAfterUnitsStop = await left();
     await backend.destroy(ref);
+    out.leftAfterDestroy = await left();
     await new Deno.Command("pkill", { args: ["-9", "-x", "-f", "sleep 1000"] }).output();
   } else {
     throw new Error(`unknown scenario ${scenario}`);

@@ -1,0 +1,111 @@
+// The kernel settings a stack's host files ask for (a container runtime's
+// overlay and br_netfilter modules, ip_forward, bridge-nf-call-iptables):
+// applied when a slot is prepared, before its stack starts, and put back by
+// a rollback. A boot applies the files themselves (systemd-sysctl and
+// systemd-modules-load read the same paths).
+
+import { dirname, join } from "node:path";
+import * as exec from "../exec/mod.ts";
+import { type HostPaths, removeFileDurable, writeFileDurable } from "../host/mod.ts";
+
+/** The host files whose content is kernel state (both are among the snapshot's files). */
+export const sysctlFile = "/etc/sysctl.d/90-stratum.conf";
+export const modulesFile = "/etc/modules-load.d/stratum.conf";
+
+/** Where each key's value before the first change is kept until the change is kept or undone. */
+function recordPath(paths: HostPaths): string {
+  return join(dirname(paths.snapshotDir), "kernel-before.json");
+}
+
+/** `key = value` lines of a sysctl.d file (comments, blanks and a leading `-` as sysctl reads them). */
+export function parseSysctl(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const raw of text.split("\n")) {
+    const line = raw.trim();
+    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
+    const eq = line.indexOf("=");
+    if (eq < 0) continue;
+    const key = line.slice(0, eq).trim().replace(/^-/, "").replaceAll("/", ".");
+    if (/^[A-Za-z0-9_.-]+$/.test(key)) out.set(key, line.slice(eq + 1).trim());
+  }
+  return out;
+}
+
+/** Module names of a modules-load.d file. */
+export function parseModules(text: string): string[] {
+  return text.split("\n").map((l) => l.trim()).filter((l) =>
+    l && !l.startsWith("#") && !l.startsWith(";") && /^[A-Za-z0-9_-]+$/.test(l)
+  );
+}
+
+async function readText(paths: HostPaths, p: string): Promise<string> {
+  return await Deno.readTextFile(paths.at(p)).catch(() => "");
+}
+
+async function readRecord(paths: HostPaths): Promise<Map<string, string>> {
+  const text = await Deno.readTextFile(recordPath(paths)).catch(() => "{}");
+  try {
+    return new Map(Object.entries(JSON.parse(text) as Record<string, string>));
+  } catch {
+    return new Map();
+  }
+}
+
+/** sysctl(8), not /proc/sys: the artifact's permissions do not cover /proc. */
+async function sysctlGet(key: string): Promise<string | undefined> {
+  const r = await exec.run(["sysctl", "-n", key], { timeoutMs: 5000 }).catch(() => undefined);
+  return r?.code === 0 ? r.stdout.trim() : undefined;
+}
+
+async function sysctlSet(key: string, value: string): Promise<void> {
+  await exec.output(["sysctl", "-q", "-w", `${key}=${value}`], { timeoutMs: 5000 });
+}
+
+/**
+ * Applies the host's sysctl and modules files as they are now (a slot's
+ * prepare just wrote them): loads the modules, sets each key, having first
+ * recorded, durably, the value of each key not recorded yet. Only for the
+ * real root: a scratch root's files are not this kernel's.
+ */
+export async function applyKernelConfig(paths: HostPaths): Promise<void> {
+  if (paths.root !== "/") return;
+  const modules = parseModules(await readText(paths, modulesFile));
+  if (modules.length > 0) {
+    await exec.output(["modprobe", "-a", ...modules], { timeoutMs: 30_000 });
+  }
+  const want = parseSysctl(await readText(paths, sysctlFile));
+  const record = await readRecord(paths);
+  let grew = false;
+  for (const key of want.keys()) {
+    if (record.has(key)) continue;
+    const v = await sysctlGet(key);
+    if (v !== undefined) {
+      record.set(key, v);
+      grew = true;
+    }
+  }
+  if (grew) {
+    await writeFileDurable(recordPath(paths), JSON.stringify(Object.fromEntries(record)) + "\n", {
+      mode: 0o600,
+    });
+  }
+  for (const [key, value] of want) await sysctlSet(key, value);
+}
+
+/**
+ * After a rollback restored the host files: each key changed since the
+ * record sets what the restored file says, or its value before. Modules
+ * stay loaded (unloading one can break what else uses it). Idempotent.
+ */
+export async function restoreKernelConfig(paths: HostPaths): Promise<void> {
+  if (paths.root !== "/") return;
+  const record = await readRecord(paths);
+  const restored = parseSysctl(await readText(paths, sysctlFile));
+  for (const [key, before] of record) await sysctlSet(key, restored.get(key) ?? before);
+  await discardKernelRecord(paths);
+}
+
+/** The change is kept (or none is under way): the record of values before it goes. */
+export async function discardKernelRecord(paths: HostPaths): Promise<void> {
+  await removeFileDurable(recordPath(paths));
+}

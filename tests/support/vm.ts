@@ -67,9 +67,12 @@ export class Vm implements AsyncDisposable {
    */
   static async create(image: string, payload: string): Promise<Vm> {
     await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-    // One VM at a time on this machine: the test runner runs two files at
-    // once, and two TCG guests on 2 cores time each other out (seen in CI).
-    const lock = await Deno.open(join(repoRoot, ".test-tmp", "vm.lock"), {
+    // One VM at a time on this machine, whichever checkout starts it: the
+    // test runner runs two files at once, and two TCG guests on 2 cores
+    // time each other out (seen in CI). The lock is beside the image cache.
+    const cache = Deno.env.get("STRATUM_VM_CACHE") ?? "/var/cache/stratum-test-vm";
+    await Deno.mkdir(cache, { recursive: true });
+    const lock = await Deno.open(join(cache, "vm.lock"), {
       create: true,
       write: true,
     });

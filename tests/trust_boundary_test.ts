@@ -130,6 +130,27 @@ Deno.test("hostFiles may write only the snapshotted config files, from inside th
   }
 });
 
+Deno.test("a node image (root) is a plain path inside the mode directory", async (t) => {
+  const base = {
+    services: [{ name: "n", exec: ["/bin/true"] }],
+    health: { url: "http://127.0.0.1:1/" },
+  };
+  for (const root of ["../rootfs.tar", "/srv/rootfs.tar", "./rootfs.tar", "a//b.tar", "", 7]) {
+    await t.step(JSON.stringify(root), async () => {
+      const dir = await Deno.makeTempDir();
+      await Deno.writeTextFile(join(dir, "stack.json"), JSON.stringify({ ...base, root }));
+      const err = await assertRejects(() => isolation.readStack(dir));
+      assert(
+        err instanceof isolation.ErrBadStack && err.message.includes("inside the mode directory"),
+        String(err),
+      );
+    });
+  }
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(join(dir, "stack.json"), JSON.stringify({ ...base, root: "img/r.tar" }));
+  assertEquals((await isolation.readStack(dir)).root, "img/r.tar");
+});
+
 Deno.test("trust fails closed: a link, a stray file, another owner, a writable key", async (t) => {
   const { dir: keyDir } = await hostBundle();
   const { makeSigningKey } = await import("./support/tls.ts");

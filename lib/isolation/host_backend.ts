@@ -4,7 +4,7 @@ import { orderLines, serviceUnit, targetText, targetUnit, writeUnits } from "./u
 import type { CallOptions } from "./backend.ts";
 import { claimFor, SlotBackend } from "./_slot_backend.ts";
 import { type NodeSpec, otherSlot, type SlotRef } from "./slot.ts";
-import { expand, readStack } from "./stack.ts";
+import { ErrBadStack, expand, readStack } from "./stack.ts";
 import { stopWorkloads } from "./workloads.ts";
 
 /**
@@ -46,6 +46,9 @@ export class HostBackend extends SlotBackend {
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
     const stack = await readStack(slotDir);
+    if (stack.root !== undefined) {
+      throw new ErrBadStack(`${slotDir}/stack.json: "root" (a node image) is for nspawn mode`);
+    }
     await claimFor(paths, spec, stack);
     await writeHostFiles(paths, slotDir, stack);
     const units: Record<string, string> = {};

@@ -9,6 +9,7 @@ import { type BackendDeps, claimFor, SlotBackend } from "./_slot_backend.ts";
 import type { NodeSpec, Slot, SlotRef } from "./slot.ts";
 import { expand, readStack, type Service, type Stack } from "./stack.ts";
 import { stopWorkloadsScript } from "./workloads.ts";
+import { unpackNodeImage } from "./node_image.ts";
 
 /** The host unit of a slot's machine (the slot's one service in nspawn mode). */
 export function machineUnit(slot: Slot): string {
@@ -59,10 +60,12 @@ export class NspawnBackend extends SlotBackend {
     const slotDir = paths.slot(spec.slot);
     await layOut(spec.bundleDir ?? paths.bundle(this.mode), slotDir);
     const stack = await readStack(slotDir);
-    // The smallest root nspawn boots: an empty usr/ (the host's is bound
-    // over it), the merged-/usr links, the API mount points (nspawn makes
-    // the state directories' mount points in its overlay), and an
-    // os-release, without which nspawn does not take the tree for an OS.
+    // A node image brings the machine's whole root tree; otherwise the
+    // smallest root nspawn boots: an empty usr/ (the host's is bound over
+    // it), the merged-/usr links, the API mount points (nspawn makes the
+    // state directories' mount points in its overlay), and an os-release,
+    // without which nspawn does not take the tree for an OS.
+    if (stack.root) await unpackNodeImage(slotDir, stack.root);
     for (const d of ["usr", "etc", "proc", "sys", "dev", "run", "tmp", "var"]) {
       await ensureDir(join(slotDir, d));
     }
@@ -71,18 +74,20 @@ export class NspawnBackend extends SlotBackend {
         if (!(err instanceof Deno.errors.AlreadyExists)) throw err;
       });
     }
-    await writeFileDurable(
-      join(slotDir, "etc/os-release"),
-      `NAME="Stratum node"\nID=stratum\nPRETTY_NAME="Stratum node, slot ${spec.slot}"\n`,
-      { mode: 0o644 },
-    );
+    if (!stack.root || !(await exists(join(slotDir, "etc/os-release")))) {
+      await writeFileDurable(
+        join(slotDir, "etc/os-release"),
+        `NAME="Stratum node"\nID=stratum\nPRETTY_NAME="Stratum node, slot ${spec.slot}"\n`,
+        { mode: 0o644 },
+      );
+    }
     // An empty machine-id: systemd takes the one nspawn passes and treats
     // the boot as not the first, so it does not enable the presets of the
     // host's packages (apt timers, nftables, dbus) inside the machine.
     await writeFileDurable(join(slotDir, "etc/machine-id"), "", { mode: 0o444 });
     // A container on the host's network gets the machine's /etc/hosts bound
     // in (runc fails when it is missing); a bundle may bring its own.
-    if (!(await Deno.lstat(join(slotDir, "etc/hosts")).then(() => true, () => false))) {
+    if (!(await exists(join(slotDir, "etc/hosts")))) {
       await writeFileDurable(join(slotDir, "etc/hosts"), "127.0.0.1 localhost\n::1 localhost\n", {
         mode: 0o644,
       });
@@ -118,9 +123,11 @@ export class NspawnBackend extends SlotBackend {
       `--machine=stratum-${slot}`,
       "-D",
       slotDir,
-      "--bind-ro=/usr",
-      // Kernel modules for what the runtime loads (where /lib is not /usr/lib).
-      ...(await libModulesApart() ? ["--bind-ro=/lib/modules"] : []),
+      // The host's userland, unless the slot brings its own (a node image),
+      // and the host's kernel modules for what the runtime loads: with the
+      // host's /usr they come along where /lib is /usr/lib.
+      ...(stack.root ? [] : ["--bind-ro=/usr"]),
+      ...(await modulesBind(!!stack.root)),
       ...stack.state.map((p) => `--bind=${paths.at(p)}:${p}`),
       "--volatile=overlay",
       // What runc needs with the host's network (docs/nspawn.md).
@@ -319,8 +326,18 @@ async function hostCgroupUnified(): Promise<boolean> {
   return r?.code === 0;
 }
 
-/** Whether /lib/modules is outside /usr (no merged /usr), so binding /usr does not bring it. */
-async function libModulesApart(): Promise<boolean> {
+/**
+ * The bind of the host's /lib/modules (read-only) the machine needs: always
+ * with a node image (its tree has no modules for the host's kernel), else
+ * only where /lib/modules is outside /usr (binding /usr does not bring it).
+ */
+async function modulesBind(ownRoot: boolean): Promise<string[]> {
   const real = await Deno.realPath("/lib/modules").catch(() => undefined);
-  return real !== undefined && !real.startsWith("/usr/");
+  if (real === undefined) return [];
+  return ownRoot || !real.startsWith("/usr/") ? ["--bind-ro=/lib/modules"] : [];
+}
+
+/** Whether `path` exists (as anything, a dangling link included). */
+function exists(path: string): Promise<boolean> {
+  return Deno.lstat(path).then(() => true, () => false);
 }

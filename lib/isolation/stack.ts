@@ -41,6 +41,14 @@ export interface Stack {
    * them as it goes down.
    */
   readonly workloads?: readonly string[];
+  /**
+   * nspawn mode only: a tar archive in the mode directory holding the
+   * machine's own root tree, a node image with its own /usr and systemd
+   * (as kind's node image), so the stack's userland does not depend on the
+   * host's. Unpacked into the slot when it is prepared; without it the
+   * machine borrows the host's /usr read-only.
+   */
+  readonly root?: string;
 }
 
 /** One service of a stack: a process stratum runs and systemd supervises. */
@@ -63,7 +71,7 @@ export interface Service {
 }
 
 /** The fields a stack.json may have: any other is a typo that must not pass silently. */
-const stackFields = ["services", "health", "hostFiles", "state", "workloads"];
+const stackFields = ["services", "health", "hostFiles", "state", "workloads", "root"];
 /** The fields a service may have. */
 const serviceFields = ["name", "exec", "after", "delegate"];
 
@@ -184,10 +192,7 @@ export function parseStack(text: string, path: string): Stack {
           `${path}: hostFiles may write only ${allowed.join(", ")}; not ${JSON.stringify(k)}`,
         );
       }
-      if (
-        typeof v !== "string" || v === "" || v.startsWith("/") || normalize(v) !== v ||
-        v.split("/").some((c) => c === ".." || c === "." || c === "") || /[\0\n]/.test(v)
-      ) {
+      if (!inSlot(v)) {
         throw new ErrBadStack(
           `${path}: hostFiles ${JSON.stringify(k)} must name a file inside the slot, not ${
             JSON.stringify(v)
@@ -211,6 +216,14 @@ export function parseStack(text: string, path: string): Stack {
       );
     }
   }
+  const root = o.root;
+  if (root !== undefined && !inSlot(root)) {
+    throw new ErrBadStack(
+      `${path}: "root" must name a tar archive inside the mode directory, not ${
+        JSON.stringify(root)
+      }`,
+    );
+  }
   return {
     services: services.map((s) => ({
       name: s.name,
@@ -222,7 +235,14 @@ export function parseStack(text: string, path: string): Stack {
     health: { url: health.url, ...(probe ? { exec: probe as string[] } : {}) },
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
     ...(Array.isArray(workloads) && workloads.length ? { workloads: workloads as string[] } : {}),
+    ...(typeof root === "string" ? { root } : {}),
   };
+}
+
+/** Whether `v` is a plain relative path inside the slot (no `..`, `.`, empty part or leading /). */
+function inSlot(v: unknown): v is string {
+  return typeof v === "string" && v !== "" && !v.startsWith("/") && normalize(v) === v &&
+    !v.split("/").some((c) => c === ".." || c === "." || c === "") && !/[\0\n]/.test(v);
 }
 
 /**

@@ -132,7 +132,7 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
   const digest = verified.manifestDigest;
   // Bad state entries, or a state directory that holds another node's or
   // unmarked data, are refused here, before anything changes.
-  const stack = stackOf(verified, src);
+  const stack = stackOf(verified, src, o.mode);
   const state = await isolation.planState(paths, stack.state, await isolation.readIdentity(paths));
   const base = {
     mode: o.mode,

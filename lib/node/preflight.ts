@@ -163,13 +163,30 @@ export async function preflight(
 /**
  * The stack a verified bundle declares, parsed from the stack.json bytes
  * its verification hashed (`dir` names it in errors): the carrier's
- * directory is not read again.
+ * directory is not read again. With `mode`, also what that mode allows.
  */
-export function stackOf(verified: bundle.Verified, dir: string): isolation.Stack {
+export function stackOf(
+  verified: bundle.Verified,
+  dir: string,
+  mode?: isolation.Mode,
+): isolation.Stack {
   const path = join(dir, "stack.json");
   const bytes = verified.content.kept.get("stack.json");
   if (!bytes) throw new isolation.ErrBadStack(`Cannot read ${path}: the bundle has no stack.json`);
-  return isolation.parseStack(new TextDecoder().decode(bytes), path);
+  const stack = isolation.parseStack(new TextDecoder().decode(bytes), path);
+  // A node image is for nspawn mode (host mode runs the host's userland),
+  // and only one the manifest lists was verified.
+  if (stack.root !== undefined && mode !== undefined && mode !== "nspawn") {
+    throw new isolation.ErrBadStack(
+      `${path}: "root" (a node image) is for nspawn mode; ${mode} mode runs the host's userland`,
+    );
+  }
+  if (stack.root !== undefined && !verified.content.listed.has(stack.root)) {
+    throw new isolation.ErrBadStack(
+      `${path}: "root" names ${stack.root}, which the bundle's manifest does not list`,
+    );
+  }
+  return stack;
 }
 
 /** What happens to one state directory of the target before it starts. */
@@ -191,7 +208,7 @@ async function planTargetState(
 ): Promise<StatePlan[]> {
   const { paths } = input;
   try {
-    const stack = stackOf(verified, input.bundleModeDir);
+    const stack = stackOf(verified, input.bundleModeDir, input.to);
     const source = await isolation.readStack(paths.slot(input.sourceSlot)).then(
       (s) => s.state,
       () => [] as readonly string[],

@@ -283,6 +283,25 @@ export async function makeVolumeBundle(dir: string): Promise<string> {
   return dir;
 }
 
+/** The file a node image marks itself with (tests/support/node_image/build.sh): not on the host. */
+export const nodeImageMark = "/usr/share/stratum-node-image";
+
+/**
+ * Gives the nspawn mode of the test bundle at `dir` (makeBundle's) its own
+ * root tree: the tar `image` as `rootfs.tar`, named by stack.json's `root`,
+ * and a command probe that passes only where the image's mark is (so only
+ * on the image's userland), then makes its manifest anew.
+ */
+export async function withNodeImage(dir: string, image: string): Promise<string> {
+  const m = join(dir, "nspawn");
+  await Deno.copyFile(image, join(m, "rootfs.tar"));
+  const stack = JSON.parse(await Deno.readTextFile(join(m, "stack.json")));
+  stack.root = "rootfs.tar";
+  stack.health.exec = ["/bin/sh", "-c", `test -e ${nodeImageMark}`];
+  await writeMode(m, { "stack.json": JSON.stringify(stack, null, 2) + "\n" });
+  return dir;
+}
+
 async function writeMode(m: string, files: Record<string, string>): Promise<void> {
   for (const [f, text] of Object.entries(files)) {
     await Deno.mkdir(dirname(join(m, f)), { recursive: true });

@@ -85,7 +85,13 @@ export class Node implements AsyncDisposable {
   static async boot(
     from: Mode,
     behavior?: Partial<Record<Mode, Behavior>>,
-    opts: { persistent?: boolean; stack?: StackKind; sysctl?: Partial<Record<Mode, string>> } = {},
+    opts: {
+      persistent?: boolean;
+      stack?: StackKind;
+      sysctl?: Partial<Record<Mode, string>>;
+      /** A bundle the test made (under the checkout): used instead of a new one. */
+      bundleDir?: string;
+    } = {},
   ): Promise<Node> {
     let state: string | undefined;
     if (opts.persistent) {
@@ -93,7 +99,7 @@ export class Node implements AsyncDisposable {
       state = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "state-" });
     }
     const sb = await Sandbox.start(state ? { state } : {});
-    const b = await bundle(behavior, opts.stack, opts.sysctl);
+    const b = opts.bundleDir ?? await bundle(behavior, opts.stack, opts.sysctl);
     // Installed as an operator installs it: `stratum node install`.
     const r = await sb.exec(
       stratumArgv(["node", "install", "--mode", from, "--bundle", b, "--node", "node-1"]),

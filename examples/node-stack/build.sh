@@ -8,6 +8,11 @@
 #   build.sh OUT [VERSION]     writes the bundle (both modes) to OUT, made with
 #                              `stratum bundle make` ($STRATUM, default: stratum)
 #
+# With NODE_IMAGE=TAR, nspawn mode carries that root tree (a node image with
+# systemd, python3 and util-linux's mount: e.g. a Debian minbase made by
+# mmdebstrap) as rootfs.tar, stack.json's "root": its machine then runs on
+# the image's userland instead of the host's /usr.
+#
 # Missing packages exit 3, naming them. Sign it as any bundle:
 #   stratum bundle sign OUT --key signing.pem
 set -euo pipefail
@@ -27,6 +32,11 @@ fi
 # The file a package installs, by its name in the package's file list.
 pkgfile() { dpkg -L "$1" | grep -E "/s?bin/$2\$" | head -1; }
 
+image=${NODE_IMAGE:-}
+if [ -n "$image" ] && ! tar -tf "$image" ./usr/lib/systemd/systemd >/dev/null 2>&1; then
+  echo "build.sh: NODE_IMAGE $image is not a tar of a root tree with /usr/lib/systemd/systemd" >&2
+  exit 2
+fi
 if [ -e "$out" ] && [ -n "$(ls -A "$out" 2>/dev/null)" ]; then
   echo "build.sh: $out exists and is not empty" >&2
   exit 2
@@ -81,6 +91,11 @@ for mode in host nspawn; do
   # (/<namespace>/<id>), outside containerd's unit (in nspawn mode: inside
   # the machine, outside its units): declared, so stopping the slot stops it.
   workloads='"workloads": ["/stratum"],'
+  root=''
+  if [ "$mode" = nspawn ] && [ -n "$image" ]; then
+    cp "$image" "$m/rootfs.tar"
+    root='"root": "rootfs.tar",'
+  fi
   cat >"$m/stack.json" <<JSON
 {
   "services": [
@@ -113,7 +128,7 @@ for mode in host nspawn; do
     "/etc/modules-load.d/stratum.conf": "host-files/modules.conf",
     "/etc/sysctl.d/90-stratum.conf": "host-files/sysctl.conf"
   },
-  $workloads
+  $workloads $root
   "state": ["/var/lib/containerd", "/var/lib/etcd-node", "/var/lib/kubelet"]
 }
 JSON

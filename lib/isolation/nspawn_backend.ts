@@ -35,8 +35,8 @@ const innerUnitDir = "etc/systemd/system";
  * volume kubelet mounts is seen by containerd and its containers), starts
  * in the order the stack says, and the container runtime's cgroups are
  * delegated to it inside the machine's own subtree, which the host stops
- * whole. The machine is rooted in the slot with the host's /usr read-only,
- * a volatile overlay (the slot stays byte for byte what the bundle
+ * whole. The machine is rooted in the slot with the host's /usr read-only
+ * (or the slot's own tree, a node image: node_image.ts), a volatile overlay (the slot stays byte for byte what the bundle
  * verified), and the stack's state directories bound read-write at their
  * own paths. It shares the host's network namespace: the source stops
  * before the target starts, which is the migration's step order.

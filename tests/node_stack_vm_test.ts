@@ -1,25 +1,61 @@
 // deno-lint-ignore-file no-console
 // The real node stack (examples/node-stack: Debian's containerd + runc,
 // etcd, and a kubelet stand-in that keeps a container running which reads
-// a volume mounted under /var/lib/kubelet/pods) through moves in a VM with
-// its own kernel (cgroup v2), as a node runs it. After each:
-// - exactly one slot target runs, the one node.json names;
-// - exactly one pod container runs (the source's is gone in both modes);
+// a volume mounted under /var/lib/kubelet/pods) in a VM with its own kernel
+// (cgroup v2), as a node runs it: installed, moved between modes, killed and
+// cut off after journal writes, upgraded and rolled back. After each:
+// - exactly one stack runs: one slot target, the one node.json names, and
+//   one containerd, one etcd, one kubelet stand-in and one pod container
+//   (the source's are gone in both modes);
 // - the stack's command probe passes in its own context: containerd
 //   answers, the container started by the target runs and reads the volume;
 // - containerd's store holds the same image blobs (same inodes: the image
 //   was never imported again; an air-gapped node cannot pull);
 // - the host's kernel has what the runtime asks (br_netfilter's sysctls, forwarding);
+// - `node status` names the version that runs, the installed bundle is that
+//   version, and no other slot is left;
 // - etcd has every acknowledged key.
+// After a crash the journal is resolved as docs/migration.md's resume table
+// says for the recorded step: before `awaiting-ready` rolled back to the
+// source mode, from it on complete in the target mode.
 //
-// Runs with the other VM tests (STRATUM_VM_TESTS; off skips it).
+// STRATUM_VM_TESTS (as tests/vm_test.ts), chained on one node installed once:
+// - all (`deno task test:vm:node-stack`, about an hour under TCG): install in
+//   nspawn mode; for each direction and each of the 7 journal steps, SIGKILL
+//   right after the write then `migrate resume`; the same 14 with a power cut
+//   then a boot (no command: stratum-boot.service); an upgrade in nspawn mode,
+//   a migration nspawn → host made to fail after the target started (back to
+//   nspawn), `node rollback` to the kept release, a move → host; then the ci
+//   tail below.
+// - ci (the default; CI): install in nspawn mode; nspawn → host killed after
+//   `awaiting-ready`, finished by `resume` (the first step resume finishes:
+//   the edge of the rule, and it does all of step 9: the source machine with
+//   its container destroyed, the target's started again idempotently);
+//   an upgrade in host mode; host → nspawn made to fail after the target
+//   started (back to host); a move → nspawn; a power cut with no journal.
+//   Each mode and each direction of the moves once, a resume, a rollback and
+//   an upgrade: two migrations (about 2 min under TCG) over the 4 steps this
+//   test had before.
+// - install: install in nspawn mode and the power cut (quick); off: skipped.
+// Host-mode install of this stack is not made here: a node installs once
+// (install in another mode exits 2 and names `migrate run`; `all` checks
+// it), and a second VM costs more than the whole ci subset. The node stack's
+// host install runs in the sandbox (tests/node_stack_test.ts) and a host
+// install under real power cuts in tests/vm_test.ts (the etcd bundle).
 
 import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
 import { getKeys, keyBatches } from "./support/etcd.ts";
 import { repoRoot } from "./support/sandbox.ts";
+import { journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
-import { buildImage, type Vm, vmUnavailable, vmWithArtifact } from "./support/vm.ts";
+import {
+  buildImage,
+  type ExecResult,
+  type Vm,
+  vmUnavailable,
+  vmWithArtifact,
+} from "./support/vm.ts";
 import { lacking } from "../scripts/packages.ts";
 
 const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
@@ -31,79 +67,374 @@ const skip = which === "off" ? "STRATUM_VM_TESTS=off" : vmUnavailable ??
 if (skip) console.error(`VM node-stack tests are skipped: ${skip}`);
 
 type Mode = "host" | "nspawn";
+const other = (m: Mode): Mode => m === "host" ? "nspawn" : "host";
+const steps = journalSteps(await readStepTable());
+/** docs/migration.md: from `awaiting-ready` on, resume finishes; before it, it rolls back. */
+const finishes = (step: string) => steps.indexOf(step as never) >= steps.indexOf("awaiting-ready");
+
+/** The kills (or cuts) to make, chained on one node from `start`: each starts where the last left. */
+function chain(start: Mode): { from: Mode; step: string }[] {
+  const out: { from: Mode; step: string }[] = [];
+  let mode = start;
+  const pending = new Map<Mode, string[]>([["host", [...steps]], ["nspawn", [...steps]]]);
+  while (pending.get("host")!.length + pending.get("nspawn")!.length > 0) {
+    const left = pending.get(mode)!;
+    // Steps that roll back keep the mode: take them first; then one that finishes.
+    const next = left.find((s) => !finishes(s)) ?? left[0];
+    if (next === undefined) {
+      mode = other(mode);
+      continue;
+    }
+    left.splice(left.indexOf(next), 1);
+    out.push({ from: mode, step: next });
+    if (finishes(next)) mode = other(mode);
+  }
+  return out;
+}
+
 const stratum = "/srv/payload/stratum";
-const bundle = "/srv/payload/node-bundle";
+const bundles = { "1": "/srv/payload/node-bundle", "2": "/srv/payload/node-bundle-2" } as const;
+type Version = keyof typeof bundles;
 const blobs = "/var/lib/containerd/io.containerd.content.v1.content/blobs/sha256";
+/** Wall times, ms, by what was timed (printed at the end). */
+const times = new Map<string, number[]>();
+const timed = async <T>(what: string, f: () => Promise<T>): Promise<T> => {
+  const t0 = performance.now();
+  try {
+    return await f();
+  } finally {
+    times.set(what, [...(times.get(what) ?? []), performance.now() - t0]);
+  }
+};
 
 Deno.test({
-  name: "the node stack in a VM: containers, images and etcd's keys through moves and a power cut",
+  name: `the node stack in a VM (${which}): containers, images and etcd's keys through moves, ` +
+    "kills, power cuts, an upgrade and rollbacks",
   ignore: skip !== undefined,
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
     const image = await buildImage();
     await using vm = await vmWithArtifact(image.dir, stratumBin!, async (payload) => {
-      const built = await new Deno.Command("bash", {
-        args: [join(repoRoot, "examples/node-stack/build.sh"), join(payload, "node-bundle")],
-        env: { STRATUM: stratumBin! },
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+      // Release 2 is the same stack built again with another version: an upgrade.
+      for (const v of which === "install" ? ["1"] : ["1", "2"]) {
+        const built = await new Deno.Command("bash", {
+          args: [
+            join(repoRoot, "examples/node-stack/build.sh"),
+            join(payload, bundles[v as Version].split("/").pop()!),
+            v,
+          ],
+          env: { STRATUM: stratumBin! },
+          stdout: "null",
+          stderr: "piped",
+        }).output();
+        assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+      }
     });
     await vm.boot();
     const { write, written } = keyBatches(vm, 20);
-    let inodes = "";
+    /** What the node runs now, as the steps so far left it. */
+    const node = { mode: "nspawn" as Mode, version: "1" as Version, inodes: "" };
+    const whole = (label: string) =>
+      assertStack(vm, node.mode, node.version, node.inodes, written, label);
+    const ack = async (label: string) => {
+      const r = await vm.exec([stratum, "migrate", "ack"]);
+      assertEquals(r.code, 0, `${label}: migrate ack: ${r.stderr}`);
+    };
+    /** The journal's step, as `migrate status --json` reports it. */
+    const journalStep = async () => {
+      const r = await vm.exec([stratum, "migrate", "status", "--json"]);
+      return JSON.parse(r.stdout).journal?.step as string | undefined;
+    };
+    const migrate = (to: Mode, env: Record<string, string> = {}) =>
+      vm.exec(
+        [stratum, "migrate", "run", "--to", to, "--bundle", bundles[node.version], "--json"],
+        { env },
+      );
 
-    await t.step("install in nspawn mode: the container runs in the booted machine", async () => {
-      const r = await vm.exec([
-        stratum,
-        "node",
-        "install",
-        "--mode",
-        "nspawn",
-        "--bundle",
-        bundle,
-        "--node",
-        "node-1",
-      ]);
+    /** Where the node really is (after a failed step, so the chain's next steps start from it). */
+    const resync = async () => {
+      try {
+        const j = await journalStep();
+        if (j === "complete" || j === "rolled-back") await vm.exec([stratum, "migrate", "ack"]);
+        node.mode = JSON.parse(await vm.sh("cat /etc/stratum/node.json")).mode;
+        const st = JSON.parse((await vm.exec([stratum, "node", "status", "--json"])).stdout);
+        if (st.running?.version in bundles) node.version = st.running.version;
+      } catch (e) {
+        console.error(`the node's state could not be read back: ${e}`);
+      }
+    };
+    const stage = (name: string, f: () => Promise<void>) =>
+      t.step(name, async () => {
+        try {
+          await f();
+        } catch (e) {
+          console.error(`${name}: failed; the guest's units:\n${await evidence(vm)}`);
+          await resync();
+          throw e;
+        }
+      });
+
+    await stage("install in nspawn mode: the container runs in the booted machine", async () => {
+      const r = await timed("install", () =>
+        vm.exec([
+          stratum,
+          "node",
+          "install",
+          "--mode",
+          "nspawn",
+          "--bundle",
+          bundles["1"],
+          "--node",
+          "node-1",
+        ]));
       assertEquals(r.code, 0, r.stderr);
-      inodes = await vm.sh(`ls -i ${blobs} | sort`);
-      assert(inodes.trim().split("\n").length >= 3, `the image's blobs: ${inodes}`);
+      node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
+      assert(node.inodes.trim().split("\n").length >= 3, `the image's blobs: ${node.inodes}`);
       await write();
-      await assertStack(vm, "nspawn", inodes, written, "after install");
+      await whole("after install");
     });
-    for (const to of ["host", "nspawn"] as const) {
-      await t.step(
-        `migrate → ${to}: one stack, its container, the same image, every key`,
+
+    if (which === "all") {
+      await stage(
+        "install again: the same mode and bundle is already-installed (0), another mode exits 2 naming migrate run",
         async () => {
-          await write();
-          const t0 = performance.now();
-          const r = await vm.exec([stratum, "migrate", "run", "--to", to, "--bundle", bundle]);
-          assertEquals(r.code, 0, r.stderr);
-          console.error(
-            `vm: node stack migrate → ${to} in ${Math.round(performance.now() - t0)} ms (TCG)`,
-          );
-          await assertStack(vm, to, inodes, written, `after migrate → ${to}`);
-          const ack = await vm.exec([stratum, "migrate", "ack"]);
-          assertEquals(ack.code, 0, ack.stderr);
+          const same = await vm.exec([
+            stratum,
+            "node",
+            "install",
+            "--mode",
+            "nspawn",
+            "--bundle",
+            bundles["1"],
+            "--node",
+            "node-1",
+            "--json",
+          ]);
+          assertEquals([same.code, JSON.parse(same.stdout).outcome], [0, "already-installed"]);
+          const host = await vm.exec([
+            stratum,
+            "node",
+            "install",
+            "--mode",
+            "host",
+            "--bundle",
+            bundles["1"],
+            "--node",
+            "node-1",
+          ]);
+          assertEquals(host.code, 2, host.stderr);
+          assert(host.stderr.includes("migrate run"), `names migrate run: ${host.stderr}`);
+          await whole("after install again");
         },
       );
     }
-    await t.step(
+
+    /**
+     * `from` → other mode, the process SIGKILLed right after `step` is
+     * durably journaled (exit 137); then `resume`, or a power cut and a boot
+     * with no command. The journal ends as the resume table says for the
+     * step, and the node is whole in the mode it names.
+     */
+    const crashAfter = async (from: Mode, step: string, crash: "kill" | "power") => {
+      assertEquals(node.mode, from, "the chain starts where the last step left the node");
+      const to = other(from);
+      await write();
+      const r = await migrate(to, { STRATUM_FAILPOINT: `kill-after-record:${step}` });
+      assertEquals(r.code, 137, `the failpoint killed it after ${step}: ${r.stderr}`);
+      const label = `${crash === "kill" ? "SIGKILL" : "power cut"} after ${step}, ${from} → ${to}`;
+      if (crash === "kill") {
+        const resumed = await timed(
+          "resume after a SIGKILL",
+          () => vm.exec([stratum, "migrate", "resume", "--json"]),
+        );
+        // docs/migration.md's resume table; docs/cli.md: 0 complete or nothing to do, 1 rolled back.
+        const want = step === "complete"
+          ? [0, "nothing-to-do"]
+          : finishes(step)
+          ? [0, "complete"]
+          : [1, "rolled-back"];
+        assertEquals(
+          [resumed.code, JSON.parse(resumed.stdout || "{}").outcome],
+          want,
+          `${label}: resume: ${resumed.stderr}`,
+        );
+      } else {
+        await vm.powerCut();
+        await timed("power-on to stratum-boot.service done", async () => {
+          await vm.boot();
+          await waitBootUnit(vm, label);
+        });
+        const boot = await vm.exec(["systemctl", "is-active", "stratum-boot.service"]);
+        assertEquals(boot.stdout.trim(), "active", `${label}: stratum-boot.service`);
+      }
+      assertEquals(
+        await journalStep(),
+        finishes(step) ? "complete" : "rolled-back",
+        `${label}: the journal`,
+      );
+      if (finishes(step)) node.mode = to;
+      await whole(label);
+      await ack(label);
+    };
+
+    if (which === "all") {
+      for (const crash of ["kill", "power"] as const) {
+        for (const { from, step } of chain(node.mode)) {
+          await stage(
+            `${crash === "kill" ? "SIGKILL" : "power cut"} after ${step} is recorded, ${from} → ${
+              other(from)
+            }: ${finishes(step) ? `completes in ${other(from)}` : `rolls back to ${from}`}`,
+            () => crashAfter(from, step, crash),
+          );
+        }
+      }
+    } else if (which === "ci") {
+      await stage(
+        "SIGKILL after awaiting-ready is recorded, nspawn → host: resume completes in host mode",
+        () => crashAfter("nspawn", "awaiting-ready", "kill"),
+      );
+    }
+
+    /** `node upgrade` (or `node rollback`) in the node's mode to `version`: it runs, whole. */
+    const upgrade = async (version: Version, how: "upgrade" | "rollback") => {
+      await write();
+      const r = await timed(`node ${how}`, () =>
+        vm.exec(
+          how === "upgrade"
+            ? [stratum, "node", "upgrade", "--bundle", bundles[version], "--json"]
+            : [stratum, "node", "rollback", "--json"],
+        ));
+      assertEquals(r.code, 0, r.stderr);
+      const doc = JSON.parse(r.stdout);
+      assertEquals(doc.outcome, "complete", r.stderr);
+      assertEquals([doc.journal.from, doc.journal.to], [node.mode, node.mode], "the same mode");
+      const before = node.version;
+      node.version = version;
+      await whole(`after node ${how} in ${node.mode} mode`);
+      if (how === "upgrade") {
+        const st = JSON.parse((await vm.exec([stratum, "node", "status", "--json"])).stdout);
+        assertEquals(st.kept?.version, before, "the replaced release is kept for node rollback");
+      }
+      await ack(`node ${how}`);
+    };
+
+    /**
+     * A move made to fail after the target started (writing `awaiting-ready`
+     * fails, as a full disk would): exit 1, rolled back, the source mode whole.
+     */
+    const failedMove = async () => {
+      const from = node.mode;
+      await write();
+      const r = await timed(
+        "a move rolled back",
+        () => migrate(other(from), { STRATUM_FAILPOINT: "fail-record:awaiting-ready" }),
+      );
+      assertEquals(r.code, 1, r.stderr);
+      const doc = JSON.parse(r.stdout);
+      assertEquals([doc.outcome, doc.rollback], ["rolled-back", "done"], r.stderr);
+      assertEquals(await journalStep(), "rolled-back");
+      await whole(`after ${from} → ${other(from)} rolled back`);
+      await ack("the rolled-back move");
+    };
+
+    const move = async () => {
+      const to = other(node.mode);
+      await write();
+      const r = await timed("migrate run", () => migrate(to));
+      assertEquals(r.code, 0, r.stderr);
+      assertEquals(JSON.parse(r.stdout).outcome, "complete");
+      node.mode = to;
+      await whole(`after migrate → ${to}`);
+      await ack(`migrate → ${to}`);
+    };
+
+    if (which === "all") {
+      await stage(
+        "upgrade in nspawn mode to release 2: it runs, the same image, every key",
+        () => upgrade("2", "upgrade"),
+      );
+      await stage(
+        "nspawn → host failing after the target started: exit 1, back in nspawn mode, whole",
+        failedMove,
+      );
+      await stage(
+        "node rollback in nspawn mode: release 1 runs again, whole",
+        () => upgrade("1", "rollback"),
+      );
+      await stage("migrate → host: one stack, its container, the same image, every key", move);
+    }
+    if (which === "all" || which === "ci") {
+      await stage(
+        "upgrade in host mode to release 2: it runs, the same image, every key",
+        () => upgrade("2", "upgrade"),
+      );
+      await stage(
+        "host → nspawn failing after the target started: exit 1, back in host mode, whole",
+        failedMove,
+      );
+      await stage("migrate → nspawn: one stack, its container, the same image, every key", move);
+    }
+    await stage(
       "a power cut: the node boots back to its stack and container, no command",
       async () => {
         await write();
         await vm.powerCut();
-        await vm.boot();
-        await assertStack(vm, "nspawn", inodes, written, "after a power cut");
+        await timed("power-on to stratum-boot.service done", async () => {
+          await vm.boot();
+          await waitBootUnit(vm, "after a power cut");
+        });
+        await whole("after a power cut");
       },
     );
+
+    for (const [what, ms] of times) {
+      const sorted = [...ms].sort((a, b) => a - b);
+      console.error(
+        `vm node stack (TCG): ${what}: ${sorted.length}×, median ${
+          (sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(1)
+        } s, max ${(sorted[sorted.length - 1]! / 1000).toFixed(1)} s`,
+      );
+    }
   },
 });
 
-/** The node runs `mode`'s stack whole, as the file's header says; waits up to 4 min for it to settle. */
-async function assertStack(vm: Vm, mode: Mode, inodes: string, keys: string[], label: string) {
+/** Waits until stratum-boot.service is no longer running (done, failed, or not installed). */
+async function waitBootUnit(vm: Vm, label: string): Promise<void> {
+  const t0 = performance.now();
+  for (;;) {
+    const r = await vm.exec(["systemctl", "is-active", "stratum-boot.service"]);
+    if (!["activating", "deactivating", "reloading"].includes(r.stdout.trim())) return;
+    if (performance.now() - t0 > 300_000) {
+      throw new Error(`${label}: stratum-boot.service never ended: ${await evidence(vm)}`);
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
+/** What the guest's units say, for a failure's message. */
+async function evidence(vm: Vm): Promise<string> {
+  const r: ExecResult = await vm.exec([
+    "sh",
+    "-c",
+    "systemctl status 'stratum-*' --no-pager 2>&1 | tail -60; " +
+    "journalctl -u 'stratum-*' --no-pager 2>&1 | tail -80",
+  ]).catch((e) => ({ code: -1, stdout: String(e), stderr: "" }));
+  return r.stdout;
+}
+
+/**
+ * The node runs `mode`'s stack, release `version`, whole, as the file's
+ * header says; waits up to 4 min for it to settle.
+ */
+async function assertStack(
+  vm: Vm,
+  mode: Mode,
+  version: string,
+  inodes: string,
+  keys: string[],
+  label: string,
+) {
   const node = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
   assertEquals(node.mode, mode, `${label}: node.json`);
   const slotDir = `/var/lib/stratum/slots/${node.slot}`;
@@ -117,7 +448,9 @@ async function assertStack(vm: Vm, mode: Mode, inodes: string, keys: string[], l
     const r = await vm.exec(["sh", "-c", check]);
     if (r.code === 0) break;
     if (performance.now() - t0 > 240_000) {
-      throw new Error(`${label}: the stack's probe never passed: ${r.stdout}${r.stderr}`);
+      throw new Error(
+        `${label}: the stack's probe never passed: ${r.stdout}${r.stderr}\n${await evidence(vm)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 2000));
   }
@@ -131,6 +464,27 @@ async function assertStack(vm: Vm, mode: Mode, inodes: string, keys: string[], l
     node.slot === "a" ? ["active", "inactive"] : ["inactive", "active"],
     `${label}: exactly the slot node.json names runs`,
   );
+  // One of each of the stack's processes, in either mode (the host sees the
+  // machine's). Asked up to 3 times a second apart: the stand-in's poll forks
+  // python3 for an instant before it execs ctr.
+  let counts: ExecResult | undefined;
+  for (let i = 0; i < 3; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 1000));
+    counts = await vm.exec([
+      "sh",
+      "-c",
+      "pgrep -c -x containerd; pgrep -c -x etcd; pgrep -c -f '^/usr/bin/python3 .*kubelet-standin.py'; " +
+      "pgrep -c -f '^/bin/sh -c while :; do cat /run/secret/token'",
+    ]);
+    if (counts.stdout.trim() === "1\n1\n1\n1") break;
+  }
+  assertEquals(
+    counts!.stdout.trim().split("\n"),
+    ["1", "1", "1", "1"],
+    `${label}: exactly one containerd, etcd, kubelet stand-in and pod container run: ${await vm
+      .sh("ps -eo pid,cgroup:60,args | grep -E 'containerd|etcd|kubelet|cat /run' | grep -v grep")
+      .catch(String)}`,
+  );
   // The host's kernel as the stack's host files ask (applied at prepare, or by the boot).
   assertEquals(
     (await vm.sh("sysctl -n net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables")).split(/\s+/)
@@ -138,14 +492,18 @@ async function assertStack(vm: Vm, mode: Mode, inodes: string, keys: string[], l
     ["1", "1"],
     `${label}: the runtime's kernel settings`,
   );
-  const pods = await vm.exec([
-    "pgrep",
-    "-c",
-    "-f",
-    "^/bin/sh -c while :; do cat /run/secret/token",
-  ]);
-  assertEquals(pods.stdout.trim(), "1", `${label}: exactly one pod container runs`);
   assertEquals(await vm.sh(`ls -i ${blobs} | sort`), inodes, `${label}: the same image blobs`);
+  // docs/cli.md: node status names the running release; the installed bundle is it; no other slot.
+  const st = await vm.exec(["/srv/payload/stratum", "node", "status", "--json"]);
+  assertEquals(st.code, 0, `${label}: node status: ${st.stdout}${st.stderr}`);
+  const doc = JSON.parse(st.stdout);
+  assertEquals(
+    [doc.mode, doc.running?.slot, doc.running?.version],
+    [mode, node.slot, version],
+    `${label}: node status names what runs`,
+  );
+  assertEquals(doc.bundle?.digest, doc.running?.digest, `${label}: the installed bundle runs`);
+  assertEquals(doc.previous, null, `${label}: the other slot is gone`);
   const got = await getKeys(vm, "k");
   assertEquals(keys.filter((k) => !got.keys.includes(k)), [], `${label}: acknowledged keys lost`);
 }

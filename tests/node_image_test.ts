@@ -18,6 +18,7 @@ import { assert, assertEquals } from "./support/assert.ts";
 import { makeBundle, nodeImageMark, withNodeImage } from "./support/bundle.ts";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
+import { nodeImage } from "./support/node_image.ts";
 import * as bundle from "../lib/bundle/mod.ts";
 import { lacking } from "../scripts/packages.ts";
 
@@ -26,17 +27,6 @@ const imageSkip = nspawnUnavailable ??
   (Deno.uid() !== 0 ? "building a node image needs root" : undefined) ??
   lacking("mmdebstrap");
 if (imageSkip) console.error(`node image tests that boot an image are skipped: ${imageSkip}`);
-
-/** The test node image (built once, cached: tests/support/node_image/build.sh). */
-async function nodeImage(): Promise<string> {
-  const o = await new Deno.Command("bash", {
-    args: [join(repoRoot, "tests/support/node_image/build.sh")],
-    stdout: "piped",
-    stderr: "inherit",
-  }).output();
-  if (!o.success) throw new Error(`node_image/build.sh exited ${o.code}`);
-  return new TextDecoder().decode(o.stdout).trim().split("\n").pop()!;
-}
 
 /** A fresh test bundle under the checkout (the sandbox sees the checkout). */
 async function bundleDir(): Promise<string> {

@@ -37,6 +37,9 @@
 //   an upgrade: two migrations (about 2 min under TCG) over the 4 steps this
 //   test had before.
 // - install: install in nspawn mode and the power cut (quick); off: skipped.
+// STRATUM_VM_NODE_IMAGE=1 builds the bundle's nspawn mode with the test node
+// image (tests/support/node_image.ts) as its own root tree; every nspawn-mode
+// check then also finds the image's mark in the machine and no host /usr bound.
 // Host-mode install of this stack is not made here: a node installs once
 // (install in another mode exits 2 and names `migrate run`; `all` checks
 // it), and a second VM costs more than the whole ci subset. The node stack's
@@ -57,8 +60,12 @@ import {
   vmWithArtifact,
 } from "./support/vm.ts";
 import { lacking } from "../scripts/packages.ts";
+import { nodeImageMark } from "./support/bundle.ts";
+import { nodeImage } from "./support/node_image.ts";
 
 const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
+/** STRATUM_VM_NODE_IMAGE=1: the bundle's nspawn mode brings its own root tree (a node image). */
+const withNodeImage = Deno.env.get("STRATUM_VM_NODE_IMAGE") === "1";
 const skip = which === "off" ? "STRATUM_VM_TESTS=off" : vmUnavailable ??
   (stratumBin ? undefined : "the VM runs the artifact: set STRATUM_BIN (CI builds it)") ??
   ["containerd", "runc", "etcd-server", "etcd-client", "busybox-static"].map(lacking).find(
@@ -114,8 +121,9 @@ Deno.test({
   sanitizeOps: false,
   sanitizeResources: false,
   async fn(t) {
-    const image = await buildImage();
-    await using vm = await vmWithArtifact(image.dir, stratumBin!, async (payload) => {
+    const image = withNodeImage ? await nodeImage() : undefined;
+    const vmImage = await buildImage();
+    await using vm = await vmWithArtifact(vmImage.dir, stratumBin!, async (payload) => {
       // Release 2 is the same stack built again with another version: an upgrade.
       for (const v of which === "install" ? ["1"] : ["1", "2"]) {
         const built = await new Deno.Command("bash", {
@@ -124,7 +132,7 @@ Deno.test({
             join(payload, bundles[v as Version].split("/").pop()!),
             v,
           ],
-          env: { STRATUM: stratumBin! },
+          env: { STRATUM: stratumBin!, ...(image ? { NODE_IMAGE: image } : {}) },
           stdout: "null",
           stderr: "piped",
         }).output();
@@ -443,6 +451,19 @@ async function assertStack(
     ? `/bin/sh ${slotDir}/opt/node/lib/node-check ${slotDir}/opt/node/bin`
     : `pid=$(systemctl show -P MainPID stratum-${node.slot}-machine.service); ` +
       `nsenter -t $(cat /proc/$pid/task/$pid/children) -m -p /bin/sh /opt/node/lib/node-check /opt/node/bin`;
+  if (withNodeImage && mode === "nspawn") {
+    // The machine runs on the node image's userland: its mark is there, and
+    // the host's /usr is not bound.
+    const unit = await vm.sh(`systemctl cat stratum-${node.slot}-machine.service`);
+    assert(!unit.includes("--bind-ro=/usr"), `${label}: the host's /usr is bound:\n${unit}`);
+    const mark = await vm.exec([
+      "sh",
+      "-c",
+      `pid=$(systemctl show -P MainPID stratum-${node.slot}-machine.service); ` +
+      `nsenter -t $(cat /proc/$pid/task/$pid/children) -m cat ${nodeImageMark}`,
+    ]);
+    assertEquals(mark.stdout.trim(), "stratum-test-node-image", `${label}: the image's mark`);
+  }
   const t0 = performance.now();
   for (;;) {
     const r = await vm.exec(["sh", "-c", check]);

@@ -155,6 +155,20 @@ Deno.test({
       const r = await vm.exec([stratum, "migrate", "status", "--json"]);
       return JSON.parse(r.stdout).journal?.step as string | undefined;
     };
+    /** `node install` of release 1 in `mode`, as cloud-init runs it. */
+    const install = (mode: Mode, extra: string[] = []) =>
+      vm.exec([
+        stratum,
+        "node",
+        "install",
+        "--mode",
+        mode,
+        "--bundle",
+        bundles["1"],
+        "--node",
+        "node-1",
+        ...extra,
+      ]);
     const migrate = (to: Mode, env: Record<string, string> = {}) =>
       vm.exec(
         [stratum, "migrate", "run", "--to", to, "--bundle", bundles[node.version], "--json"],
@@ -185,18 +199,7 @@ Deno.test({
       });
 
     await stage("install in nspawn mode: the container runs in the booted machine", async () => {
-      const r = await timed("install", () =>
-        vm.exec([
-          stratum,
-          "node",
-          "install",
-          "--mode",
-          "nspawn",
-          "--bundle",
-          bundles["1"],
-          "--node",
-          "node-1",
-        ]));
+      const r = await timed("install", () => install("nspawn"));
       assertEquals(r.code, 0, r.stderr);
       node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
       assert(node.inodes.trim().split("\n").length >= 3, `the image's blobs: ${node.inodes}`);
@@ -208,30 +211,9 @@ Deno.test({
       await stage(
         "install again: the same mode and bundle is already-installed (0), another mode exits 2 naming migrate run",
         async () => {
-          const same = await vm.exec([
-            stratum,
-            "node",
-            "install",
-            "--mode",
-            "nspawn",
-            "--bundle",
-            bundles["1"],
-            "--node",
-            "node-1",
-            "--json",
-          ]);
+          const same = await install("nspawn", ["--json"]);
           assertEquals([same.code, JSON.parse(same.stdout).outcome], [0, "already-installed"]);
-          const host = await vm.exec([
-            stratum,
-            "node",
-            "install",
-            "--mode",
-            "host",
-            "--bundle",
-            bundles["1"],
-            "--node",
-            "node-1",
-          ]);
+          const host = await install("host");
           assertEquals(host.code, 2, host.stderr);
           assert(host.stderr.includes("migrate run"), `names migrate run: ${host.stderr}`);
           await whole("after install again");

@@ -36,10 +36,11 @@ const innerUnitDir = "etc/systemd/system";
  * in the order the stack says, and the container runtime's cgroups are
  * delegated to it inside the machine's own subtree, which the host stops
  * whole. The machine is rooted in the slot with the host's /usr read-only
- * (or the slot's own tree, a node image: node_image.ts), a volatile overlay (the slot stays byte for byte what the bundle
- * verified), and the stack's state directories bound read-write at their
- * own paths. It shares the host's network namespace: the source stops
- * before the target starts, which is the migration's step order.
+ * (or the slot's own tree, a node image: node_image.ts), a volatile
+ * overlay (the slot stays byte for byte what the bundle verified), and the
+ * stack's state directories bound read-write at their own paths. It shares
+ * the host's network namespace: the source stops before the target starts,
+ * which is the migration's step order.
  *
  * The machine is ready (nspawn's READY=1) when its boot finished, i.e. when
  * every service of the stack reported ready; a service that fails or ends

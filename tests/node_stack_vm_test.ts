@@ -51,7 +51,7 @@ import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
 import { getKeys, keyBatches } from "./support/etcd.ts";
 import { repoRoot } from "./support/sandbox.ts";
-import { journalSteps, readStepTable } from "./support/step_table.ts";
+import { crashChain, finishesAfter, journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
 import {
   buildImage,
@@ -78,27 +78,7 @@ type Mode = "host" | "nspawn";
 const other = (m: Mode): Mode => m === "host" ? "nspawn" : "host";
 const steps = journalSteps(await readStepTable());
 /** docs/migration.md: from `awaiting-ready` on, resume finishes; before it, it rolls back. */
-const finishes = (step: string) => steps.indexOf(step as never) >= steps.indexOf("awaiting-ready");
-
-/** The kills (or cuts) to make, chained on one node from `start`: each starts where the last left. */
-function chain(start: Mode): { from: Mode; step: string }[] {
-  const out: { from: Mode; step: string }[] = [];
-  let mode = start;
-  const pending = new Map<Mode, string[]>([["host", [...steps]], ["nspawn", [...steps]]]);
-  while (pending.get("host")!.length + pending.get("nspawn")!.length > 0) {
-    const left = pending.get(mode)!;
-    // Steps that roll back keep the mode: take them first; then one that finishes.
-    const next = left.find((s) => !finishes(s)) ?? left[0];
-    if (next === undefined) {
-      mode = other(mode);
-      continue;
-    }
-    left.splice(left.indexOf(next), 1);
-    out.push({ from: mode, step: next });
-    if (finishes(next)) mode = other(mode);
-  }
-  return out;
-}
+const finishes = finishesAfter(steps);
 
 const stratum = "/srv/payload/stratum";
 const bundles = { "1": "/srv/payload/node-bundle", "2": "/srv/payload/node-bundle-2" } as const;
@@ -271,7 +251,7 @@ Deno.test({
 
     if (which === "all") {
       for (const crash of ["kill", "power"] as const) {
-        for (const { from, step } of chain(node.mode)) {
+        for (const { from, step } of crashChain(steps, node.mode)) {
           await stage(
             `${crash === "kill" ? "SIGKILL" : "power cut"} after ${step} is recorded, ${from} → ${
               other(from)

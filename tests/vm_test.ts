@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
 import { makeEtcdBundle } from "./support/bundle.ts";
 import { getKeys, keyBatches } from "./support/etcd.ts";
-import { journalSteps, readStepTable } from "./support/step_table.ts";
+import { crashChain, finishesAfter, journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
 import { buildImage, type Vm, vmUnavailable, vmWithArtifact } from "./support/vm.ts";
 import { installSteps } from "../lib/node/mod.ts";
@@ -30,7 +30,7 @@ if (skip) console.error(`VM power-cut tests are skipped: ${skip}`);
 
 type Mode = "host" | "nspawn";
 const steps = journalSteps(await readStepTable());
-const finishes = (step: string) => steps.indexOf(step as never) >= steps.indexOf("awaiting-ready");
+const finishes = finishesAfter(steps);
 
 /** The cuts to make, in an order that chains on one node: each starts in the mode the last left. */
 function plan(): { from: Mode; step: string }[] {
@@ -38,22 +38,7 @@ function plan(): { from: Mode; step: string }[] {
   if (which !== "all") {
     return [{ from: "host", step: "stopping-source" }, { from: "host", step: "persisting" }];
   }
-  const out: { from: Mode; step: string }[] = [];
-  let mode: Mode = "host";
-  const pending = new Map<Mode, string[]>([["host", [...steps]], ["nspawn", [...steps]]]);
-  while (pending.get("host")!.length + pending.get("nspawn")!.length > 0) {
-    const left = pending.get(mode)!;
-    // Steps that roll back keep the mode: take them first; then one that finishes.
-    const next = left.find((s) => !finishes(s)) ?? left[0];
-    if (next === undefined) {
-      mode = mode === "host" ? "nspawn" : "host";
-      continue;
-    }
-    left.splice(left.indexOf(next), 1);
-    out.push({ from: mode, step: next });
-    if (finishes(next)) mode = mode === "host" ? "nspawn" : "host";
-  }
-  return out;
+  return crashChain(steps, "host");
 }
 
 const stratum = "/srv/payload/stratum";

@@ -54,3 +54,42 @@ export function writeAheadRule(rows: readonly StepRow[]): Map<Call, migrate.Step
 export function journalSteps(rows: readonly StepRow[]): migrate.Step[] {
   return [...new Set(rows.flatMap((r) => (r.step ? [r.step] : [])))];
 }
+
+/** A node's isolation mode, as the crash chains below move it. */
+type ChainMode = "host" | "nspawn";
+
+/**
+ * docs/migration.md's resume rule: from `awaiting-ready` on, a crashed run
+ * finishes; before it, it rolls back.
+ */
+export function finishesAfter(steps: readonly string[]): (step: string) => boolean {
+  return (step) => steps.indexOf(step) >= steps.indexOf("awaiting-ready");
+}
+
+/**
+ * A crash after every journal step in both directions, chained on one node
+ * from `start`: each starts in the mode the last left. Steps that roll back
+ * keep the mode, so they come first; then one that finishes moves it.
+ */
+export function crashChain(
+  steps: readonly string[],
+  start: ChainMode,
+): { from: ChainMode; step: string }[] {
+  const finishes = finishesAfter(steps);
+  const other = (m: ChainMode): ChainMode => m === "host" ? "nspawn" : "host";
+  const out: { from: ChainMode; step: string }[] = [];
+  let mode = start;
+  const pending = new Map<ChainMode, string[]>([["host", [...steps]], ["nspawn", [...steps]]]);
+  while (pending.get("host")!.length + pending.get("nspawn")!.length > 0) {
+    const left = pending.get(mode)!;
+    const next = left.find((s) => !finishes(s)) ?? left[0];
+    if (next === undefined) {
+      mode = other(mode);
+      continue;
+    }
+    left.splice(left.indexOf(next), 1);
+    out.push({ from: mode, step: next });
+    if (finishes(next)) mode = other(mode);
+  }
+  return out;
+}

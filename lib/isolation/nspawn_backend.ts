@@ -248,10 +248,12 @@ Description=Stratum node stack
 Requires=basic.target
 After=basic.target
 ${names.map((n) => `Requires=${n}\nAfter=${n}`).join("\n")}
+Wants=${endUnit}
 ${stack.workloads?.length ? `Wants=${workloadsUnit}\n` : ""}AllowIsolate=yes
 `,
     { mode: 0o644 },
   );
+  await writeFileDurable(join(dir, endUnit), endUnitText(stack), { mode: 0o644 });
   for (const s of stack.services) {
     await writeFileDurable(join(dir, innerUnit(s.name)), innerServiceText(s, node), {
       mode: 0o644,
@@ -289,6 +291,37 @@ RemainAfterExit=yes
 ExecStart=/bin/true
 ExecStop=/bin/sh /${stopWorkloadsFile} ${stack.workloads!.map(quoteExecArg).join(" ")}
 TimeoutStopSec=20
+`;
+}
+
+/** The machine's unit that ends it at once when its stack is down. */
+const endUnit = "stratum-end.service";
+
+/**
+ * Ends the machine as soon as its stack is down. It is stopped after every
+ * service of the stack (its Before= is the stop order reversed), and then
+ * asks systemd to exit at once: the rest of an orderly shutdown, stopping
+ * the machine's own units and unmounting its pod, bind and tmpfs mounts
+ * one umount process at a time, guards nothing of the node's (its data is
+ * on the host's file systems, its mounts go with its namespace) and took
+ * 1.3 s of the 2 s a machine's stop cost under the VM. systemd-shutdown
+ * still kills what is left and unmounts in-process. \`exit\` keeps the exit
+ * status a failed service set (FailureAction=exit), as the orderly path does.
+ */
+function endUnitText(stack: Stack): string {
+  const units = [
+    ...stack.services.map((s) => innerUnit(s.name)),
+    ...(stack.workloads?.length ? [workloadsUnit] : []),
+  ];
+  return `# Written by stratum: ends the machine at once when the node stack is down.
+[Unit]
+Description=End the machine once the Stratum node stack is down
+${units.map((u) => `Before=${u}`).join("\n")}
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStop=systemctl exit --force
 `;
 }
 

@@ -4,7 +4,7 @@
 // the node's installed bundle as it was; signatures interoperate with stock
 // openssl both ways. Expected key ids come from openssl, not from stratum.
 
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import * as bundle from "../lib/bundle/mod.ts";
 import * as host from "../lib/host/mod.ts";
 import * as node from "../lib/node/mod.ts";
@@ -427,4 +427,104 @@ Deno.test("an installed copy's cheap check: signature, sizes and modes, no hash 
     () => bundle.verifyBundle(join(src, "host")),
     (e) => e instanceof bundle.BundleError && e.file === bundle.recordName,
   );
+});
+
+Deno.test("a file the node already holds is linked from its installed copy, hashed again; a changed, foreign or other-mode one is written", async (t) => {
+  const tmp = await Deno.makeTempDir();
+  const src = await makeBundle(join(tmp, "bundle"));
+  const py = "stack/stack.py"; // byte for byte the same in both modes of the test bundle
+  const inode = async (p: string) => (await Deno.lstat(p)).ino;
+  /** Installs host mode, lets `spoil` change its copy, installs nspawn mode beside it. */
+  const twoModes = async (name: string, spoil: (hostDir: string) => Promise<void>) => {
+    const bundles = join(tmp, name, "bundles");
+    await bundle.installBundle(join(src, "host"), join(bundles, "host"));
+    const hostDir = await bundle.installedDir(join(bundles, "host"));
+    await spoil(hostDir);
+    await bundle.installBundle(join(src, "nspawn"), join(bundles, "nspawn"));
+    const nspawnDir = await bundle.installedDir(join(bundles, "nspawn"));
+    // Whatever was linked or written, the copy is what the manifest says.
+    await bundle.verifyBundle(nspawnDir, { installed: true });
+    await bundle.checkInstalled(nspawnDir);
+    return { hostDir, nspawnDir, bundles };
+  };
+  await t.step("the same bytes, mode and owner: one inode in both copies", async () => {
+    const { hostDir, nspawnDir } = await twoModes("same", async () => {});
+    assertEquals(await inode(join(nspawnDir, py)), await inode(join(hostDir, py)));
+    // What differs between the modes is written.
+    assert(await inode(join(nspawnDir, "stack.json")) !== await inode(join(hostDir, "stack.json")));
+  });
+  await t.step(
+    "the operator's file is still hashed: a tampered one is refused, though the node holds its bytes",
+    async () => {
+      const bad = await makeBundle(join(tmp, "tampered"));
+      const text = await Deno.readTextFile(join(bad, "nspawn", py));
+      await Deno.writeTextFile(join(bad, "nspawn", py), text.replace("import", "imporT"));
+      const bundles = join(tmp, "tampered-node", "bundles");
+      await bundle.installBundle(join(bad, "host"), join(bundles, "host"));
+      // Whole, or with the hashes deferred to the copy (what preflight does).
+      const deferred = await bundle.verifyBundle(join(bad, "nspawn"), { deferHashes: true });
+      for (const checked of [undefined, deferred]) {
+        await assertRejects(
+          () => bundle.installBundle(join(bad, "nspawn"), join(bundles, "nspawn"), {}, checked),
+          (e) => e instanceof bundle.BundleError && e.file === py,
+        );
+      }
+      assertEquals(await Deno.lstat(join(bundles, "nspawn")).catch(() => "none"), "none");
+    },
+  );
+  await t.step("a held file changed since it was installed (same size): written", async () => {
+    const { hostDir, nspawnDir } = await twoModes("changed", async (dir) => {
+      const text = await Deno.readTextFile(join(dir, py));
+      await Deno.writeTextFile(join(dir, py), text.replace("import", "imporT"));
+    });
+    assert(await inode(join(nspawnDir, py)) !== await inode(join(hostDir, py)));
+  });
+  await t.step("a held file with another mode: written (a chmod would change both)", async () => {
+    const { hostDir, nspawnDir } = await twoModes(
+      "mode",
+      (dir) => Deno.chmod(join(dir, py), 0o755),
+    );
+    assert(await inode(join(nspawnDir, py)) !== await inode(join(hostDir, py)));
+    assertEquals((await Deno.lstat(join(nspawnDir, py))).mode! & 0o777, 0o644);
+  });
+  await t.step({
+    name: "a held file another user owns: written",
+    ignore: Deno.uid() !== 0,
+    fn: async () => {
+      const { hostDir, nspawnDir } = await twoModes(
+        "owner",
+        (dir) => Deno.chown(join(dir, py), 65534, 65534),
+      );
+      assert(await inode(join(nspawnDir, py)) !== await inode(join(hostDir, py)));
+      assertEquals((await Deno.lstat(join(nspawnDir, py))).uid, 0);
+    },
+  });
+  await t.step(
+    "a link to a directory elsewhere offers nothing: only stratum's `.NAME-VERSION` beside it",
+    async () => {
+      const away = await makeBundle(join(tmp, "away"));
+      await bundle.installBundle(join(away, "host"), join(tmp, "away-installed"));
+      const awayDir = await bundle.installedDir(join(tmp, "away-installed"));
+      const { hostDir, nspawnDir } = await twoModes("away", async (dir) => {
+        await Deno.chmod(join(dir, py), 0o755);
+        await Deno.symlink(relative(join(dir, ".."), awayDir), join(dir, "..", "away"));
+      });
+      assert(await inode(join(nspawnDir, py)) !== await inode(join(awayDir, py)));
+      assert(await inode(join(nspawnDir, py)) !== await inode(join(hostDir, py)));
+    },
+  );
+  await t.step("a release link to a link elsewhere offers nothing", async () => {
+    const elsewhere = await makeBundle(join(tmp, "elsewhere"));
+    const { hostDir, nspawnDir } = await twoModes("link", async (dir) => {
+      // Only the decoy is held: the host copy's own file is not a match (its mode differs).
+      await Deno.chmod(join(dir, py), 0o755);
+      const bundles = join(dir, "..");
+      await bundle.installBundle(join(elsewhere, "host"), join(tmp, "decoy"));
+      await Deno.symlink(await bundle.installedDir(join(tmp, "decoy")), join(bundles, ".decoy-1"));
+      await Deno.symlink(".decoy-1", join(bundles, "decoy"));
+    });
+    const decoy = join(await bundle.installedDir(join(tmp, "decoy")), py);
+    assert(await inode(join(nspawnDir, py)) !== await inode(decoy));
+    assert(await inode(join(nspawnDir, py)) !== await inode(join(hostDir, py)));
+  });
 });

@@ -15,6 +15,7 @@ import {
 } from "./manifest.ts";
 import { type Verified, VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
 import { noteWritten } from "./_written.ts";
+import { Held } from "./_held.ts";
 
 /**
  * Installs a bundle's mode directory at `dest` so that `dest` is always a
@@ -85,7 +86,9 @@ export interface StageHooks {
  * is completed by this copy: the source is then read exactly once, and the
  * result is a whole verification. Each file is noted as written and hashed
  * (_written.ts), so a slot built from the copy links it and is not hashed
- * again by this process.
+ * again by this process. A file whose bytes an installed release beside
+ * `staged` already holds is hashed there and linked instead of written
+ * (_held.ts); its copy in `src` is still hashed.
  */
 export async function stageBundle(
   src: string,
@@ -169,11 +172,25 @@ async function copyVerified(
   };
   const b = await BundleReader.open(src);
   const record = new Map<string, RecordedFile>();
+  const held = await Held.beside(staged);
   await eachLimited([...content.listed], hashConcurrency(), async ([f, want]) => {
     await hooks.beforeCopy?.(f);
     const from = await b.file(f, content.inodes.get(f));
     try {
       const exec = ((await from.stat()).mode & 0o111) !== 0;
+      const mode = exec ? 0o755 : 0o644;
+      // Bytes the node already holds, hashed again there: linked, not
+      // written. The operator's file is still hashed, so a bundle that does
+      // not match its manifest is refused whatever the node holds.
+      const size = await held.linkTo(want, mode, join(staged, f));
+      if (size !== undefined) {
+        if ((await hashHandle(from)) !== want) {
+          throw new BundleError("file", `Bundle ${src}: ${f} does not match its sha256`, f);
+        }
+        record.set(f, { size, mode });
+        await noteWritten(join(staged, f), want);
+        return;
+      }
       await write(f, async (out) => {
         let at = 0;
         const got = await hashHandle(from, async (chunk) => {
@@ -186,8 +203,8 @@ async function copyVerified(
         if (got !== want) {
           throw new BundleError("file", `Bundle ${src}: ${f} does not match its sha256`, f);
         }
-        record.set(f, { size: at, mode: exec ? 0o755 : 0o644 });
-        return exec ? 0o755 : 0o644;
+        record.set(f, { size: at, mode });
+        return mode;
       }, want);
     } finally {
       await from.close();

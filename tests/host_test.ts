@@ -172,5 +172,10 @@ Deno.test({
       { links: [], chains: [], tables: [], bpf: false },
       "a second run finds nothing",
     );
+    assert(
+      /ip6tables-save: .*by signal 9/.test(o.killed.error ?? ""),
+      JSON.stringify(o.killed),
+    );
+    assertEquals(o.missing, { ok: { links: [], chains: [], tables: [], bpf: false } });
   },
 });

@@ -55,4 +55,24 @@ const before = await state();
 const first = await host.cleanupNetwork({ root });
 const after = await state();
 const second = await host.cleanupNetwork({ root });
-console.log(JSON.stringify({ before, first, after, second }));
+
+// A listing that dies by a signal fails the cleanup; a tool that is not
+// installed (exit 127) is skipped. Shadowed by programs of our own on PATH.
+const bin = await Deno.makeTempDir();
+const path = Deno.env.get("PATH") ?? "/usr/bin:/bin";
+const shadow = async (name: string, body: string) => {
+  await Deno.writeTextFile(`${bin}/${name}`, `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+  Deno.env.set("PATH", `${bin}:${path}`);
+  try {
+    return await host.cleanupNetwork({ root }).then(
+      (r) => ({ ok: r }),
+      (e) => ({ error: String(e) }),
+    );
+  } finally {
+    Deno.env.set("PATH", path);
+    await Deno.remove(`${bin}/${name}`);
+  }
+};
+const killed = await shadow("ip6tables-save", "kill -9 $$");
+const missing = await shadow("nft", "exit 127");
+console.log(JSON.stringify({ before, first, after, second, killed, missing }));

@@ -275,20 +275,24 @@ const stopWorkloadsFile = "etc/stratum/stop-workloads";
 const workloadsUnit = "stratum-workloads.service";
 
 /**
- * Stops the stack's workloads (containers, outside every unit of the
- * machine) before its services stop: a container's init ignores SIGTERM,
- * and the machine's shutdown would wait its 90 s for it before SIGKILL.
+ * Kills the stack's workloads (containers, outside every unit of the
+ * machine) when the machine goes down: a container's init ignores SIGTERM,
+ * and the machine's shutdown would wait its 90 s for it before SIGKILL. It
+ * is not ordered against the services, so the kill and their stop run side
+ * by side (one after the other, they were most of the machine's stop in the
+ * VM); ordered before them, as it was, the kill also ran while the runtime
+ * was up. A container started after the kill still dies with the machine,
+ * whose whole cgroup the host stops; host mode, where nothing else would
+ * kill it, kills after its units stopped.
  */
 function workloadsUnitText(stack: Stack): string {
   return `# Written by stratum: kills the stack's workloads when the machine goes down.
 [Unit]
 Description=Stratum node stack's workloads
-${stack.services.map((s) => `After=${innerUnit(s.name)}`).join("\n")}
 
 [Service]
 Type=oneshot
 RemainAfterExit=yes
-ExecStart=/bin/true
 ExecStop=/bin/sh /${stopWorkloadsFile} ${stack.workloads!.map(quoteExecArg).join(" ")}
 TimeoutStopSec=20
 `;

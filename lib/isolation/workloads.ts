@@ -11,13 +11,16 @@ export class ErrWorkloadsLeft extends Error {
  * the path: cgroup v2, or every v1 hierarchy) and waits until none is
  * left, ~10 s at most. cgroup.kill (v2) first, so a process forking while
  * it dies cannot escape; then SIGKILL of what each cgroup.procs lists
- * (zombies stay listed until reaped, hence the wait). The shell reads
- * /sys: the artifact's permissions do not cover it.
+ * (zombies stay listed until reaped, hence the wait). The waits grow from
+ * 20 ms: a killed container is gone by the next look, and the source's
+ * stop is downtime. The shell reads /sys: the artifact's permissions do
+ * not cover it.
  */
 export const stopWorkloadsScript = `root=/sys/fs/cgroup
 hiers=$root
 [ -e $root/cgroup.controllers ] || hiers=$(ls -d $root/*/ 2>/dev/null | sed 's:/$::')
 i=0
+wait=0.02
 while :; do
   pids=
   for w in "$@"; do
@@ -33,7 +36,8 @@ while :; do
   i=$((i + 1))
   [ $i -gt 50 ] && { echo "$pids" | tr ' ' '\\n' | sort -un | tr '\\n' ' '; exit 1; }
   kill -9 $pids 2>/dev/null
-  sleep 0.2
+  sleep $wait
+  case $wait in 0.02) wait=0.05 ;; 0.05) wait=0.1 ;; *) wait=0.2 ;; esac
 done`;
 
 export async function stopWorkloads(

@@ -53,6 +53,8 @@ export class Vm implements AsyncDisposable {
   #closed = false;
   #pumping: Promise<void> = Promise.resolve();
   #next = 1;
+  /** Requests written so far, in turn: a partial write would cut a line another call then splices. */
+  #writing: Promise<void> = Promise.resolve();
   readonly #dir: string;
   readonly #image: string;
 
@@ -154,7 +156,17 @@ export class Vm implements AsyncDisposable {
     const id = this.#next++;
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const req = { id, argv, env: opts.env ?? {}, timeout: Math.ceil(timeoutMs / 1000) };
-    await this.#conn!.write(new TextEncoder().encode(JSON.stringify(req) + "\n"));
+    // Whole and in turn: Conn.write may write part of a line (the serial
+    // port's buffer is small), and the agent skips a line it cannot parse:
+    // the call would wait for its deadline. A likely cause, not proven, of
+    // the one call the downtime bench saw go unanswered for 10 min.
+    const line = new TextEncoder().encode(JSON.stringify(req) + "\n");
+    const conn = this.#conn!;
+    const written = this.#writing.then(async () => {
+      for (let at = 0; at < line.length;) at += await conn.write(line.subarray(at));
+    });
+    this.#writing = written.catch(() => {});
+    await written;
     const deadline = performance.now() + timeoutMs + 5000;
     for (;;) {
       let nl: number;

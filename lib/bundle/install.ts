@@ -188,6 +188,17 @@ async function copyVerified(
           throw new BundleError("file", `Bundle ${src}: ${f} does not match its sha256`, f);
         }
         record.set(f, { size, mode });
+        // Its bytes were made durable when it was first staged; the new
+        // link count is the inode's, fsynced like a copied file.
+        const linked = await promises.open(
+          join(staged, f),
+          constants.O_RDONLY | constants.O_NOFOLLOW,
+        );
+        try {
+          await linked.sync();
+        } finally {
+          await linked.close();
+        }
         await noteWritten(join(staged, f), want);
         return;
       }

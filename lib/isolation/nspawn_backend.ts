@@ -304,12 +304,11 @@ const endUnit = "stratum-end.service";
 /**
  * Ends the machine as soon as its stack is down. It is stopped after every
  * service of the stack (its Before= is the stop order reversed), and then
- * systemd exits at once (SuccessAction=exit-force, no program run): the
- * rest of an orderly shutdown, stopping
- * the machine's own units and unmounting its pod, bind and tmpfs mounts
- * one umount process at a time, guards nothing of the node's (its data is
- * on the host's file systems, its mounts go with its namespace) and took
- * 1.3 s of the 2 s a machine's stop cost under the VM. systemd-shutdown
+ * systemd exits at once (SuccessAction=exit-force, no program run). The
+ * rest of an orderly shutdown (the machine's own units, then its pod, bind
+ * and tmpfs mounts, one umount process each) guards nothing of the node's:
+ * its data is on the host's file systems, its mounts go with its
+ * namespace. It took 1.3 s of the 2 s a machine's stop cost under the VM. systemd-shutdown
  * still kills what is left and unmounts in-process. It keeps the exit
  * status a failed service set (FailureAction=exit), as the orderly path does.
  */

@@ -17,11 +17,17 @@ globalThis.addEventListener("unload", () => {
 });
 
 /** A bundle inside the checkout, which the sandbox sees (its /tmp is private). */
-async function bundle(behavior?: Partial<Record<"host" | "nspawn", Behavior>>): Promise<string> {
+async function bundle(
+  behavior?: Partial<Record<"host" | "nspawn", Behavior>>,
+  healthExec?: string[],
+): Promise<string> {
   await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
   made.push(dir);
-  return await makeBundle(dir, behavior ? { behavior } : {});
+  return await makeBundle(dir, {
+    ...(behavior ? { behavior } : {}),
+    ...(healthExec ? { healthExec } : {}),
+  });
 }
 
 async function workloadBundle(declare: boolean): Promise<string> {
@@ -97,7 +103,11 @@ Deno.test({
     // success, not killed at its stop timeout) with a probe still inside,
     // and the probe fails rather than outliving it.
     await using sb = await Sandbox.start();
-    const o = await drive(sb, ["probe-during-stop", "nspawn", await bundle()]);
+    const o = await drive(sb, [
+      "probe-during-stop",
+      "nspawn",
+      await bundle(undefined, ["/bin/sleep", "47"]),
+    ]);
     assertEquals(o.unexpected, undefined, JSON.stringify(o));
     assertEquals(o.machine, { Result: "success", ActiveState: "inactive" });
     assertEquals(o.probe.ok, false, JSON.stringify(o.probe));

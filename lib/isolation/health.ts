@@ -1,6 +1,7 @@
 import * as exec from "../exec/mod.ts";
 import type { HostPaths, Systemctl } from "../host/mod.ts";
-import { machineUnit } from "./nspawn_backend.ts";
+import { join } from "node:path";
+import { probeDir, probeExitMark, probeSocketName } from "./nspawn_backend.ts";
 import type { SlotRef } from "./slot.ts";
 import { expand, type Stack } from "./stack.ts";
 
@@ -40,10 +41,10 @@ export const commandProbeMs = 10_000;
 
 /**
  * Runs every probe of the stack's `health` once, bounded: the URL
- * (`timeoutMs`), then the command in the stack's own context (inside the
- * slot's machine in nspawn mode: nsenter into its systemd, so the command
- * sees the machine's mounts and files; commandProbeMs). `ok` only when all
- * pass; `detail` names the first that did not. Never rejects.
+ * (`timeoutMs`), then the command in the stack's own context (commandProbeMs):
+ * in host mode a process of stratum's, in nspawn mode a service of the
+ * slot's machine, asked over its probe socket (askMachine). `ok` only when
+ * all pass; `detail` names the first that did not. Never rejects.
  */
 export async function probeStack(
   stack: Stack,
@@ -52,12 +53,12 @@ export async function probeStack(
 ): Promise<{ ok: boolean; detail: string }> {
   const http = await probeHealth(stack.health.url, timeoutMs);
   if (!http.ok || !stack.health.exec) return http;
-  const argv = c.ref.mode === "nspawn"
-    ? await inMachine(c, expand(stack.health.exec, "", c.node))
-    : expand(stack.health.exec, c.paths.slot(c.ref.slot), c.node);
-  if (!argv) return { ok: false, detail: "the machine does not run" };
   const what = stack.health.exec.join(" ");
-  const r = await exec.run(argv, { timeoutMs: commandProbeMs }).catch((err) => err as Error);
+  const r = c.ref.mode === "nspawn"
+    ? await askMachine(join(probeDir(c.ref.slot), probeSocketName), commandProbeMs)
+    : await exec.run(expand(stack.health.exec, c.paths.slot(c.ref.slot), c.node), {
+      timeoutMs: commandProbeMs,
+    }).catch((err) => err as Error);
   if (r instanceof Error) {
     return {
       ok: false,
@@ -73,25 +74,64 @@ export async function probeStack(
     : { ok: false, detail: `${what}: exit ${r.code}${said ? `: ${said.slice(0, 200)}` : ""}` };
 }
 
+/** The most of a probe's answer kept (its end, where the exit status and the last words are). */
+const answerLimit = 64 * 1024;
+
 /**
- * `argv` as run inside slot `c.ref.slot`'s machine (nsenter into its
- * systemd, the one child of nspawn, the unit's main process), or undefined
- * when none runs. The child is read by the shell: Deno asks for every
- * permission to read another process's /proc entries. nsenter does not
- * fork (-F): a shell in the machine's mounts forks `argv` into its PIDs,
- * so a machine going down kills the probe at once (a child nsenter forks
- * would leave nsenter stopped, and the machine waiting for its reaping).
+ * Asks the machine's probe socket (nspawn_backend.ts's stratum-probe.socket)
+ * for one run of the command probe, and reads the answer: the command's
+ * output, then `stratum-probe-exit N`. The machine runs the command as one
+ * of its services; stratum only connects and reads, so the answer is the
+ * machine's word and nothing more. An answer without its exit line (the
+ * machine went down, or the socket is not the machine's) is an error.
  */
-async function inMachine(c: ProbeContext, argv: string[]): Promise<string[] | undefined> {
-  const p = await c.systemctl.show(machineUnit(c.ref.slot), ["MainPID"]).catch(() => undefined);
-  const pid = Number(p?.MainPID ?? 0);
-  if (!pid) return undefined;
-  return [
-    "/bin/sh",
-    "-c",
-    'p=$1; shift; exec nsenter -F -t $(cat /proc/$p/task/$p/children) -m -p -- /bin/sh -c \'"$@"; exit $?\' sh "$@"',
-    "sh",
-    String(pid),
-    ...argv,
-  ];
+async function askMachine(
+  path: string,
+  timeoutMs: number,
+): Promise<{ code: number; stdout: string; stderr: string } | Error> {
+  let conn: Deno.UnixConn;
+  try {
+    conn = await Deno.connect({ transport: "unix", path });
+  } catch (err) {
+    return new Error(
+      err instanceof Deno.errors.NotFound || err instanceof Deno.errors.ConnectionRefused
+        ? "the machine does not run, or does not answer probes yet"
+        : `cannot reach the machine's probe socket: ${(err as Error).message}`,
+    );
+  }
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    try {
+      conn.close();
+    } catch { /* closed already */ }
+  }, timeoutMs);
+  let answer = new Uint8Array(0);
+  try {
+    await conn.closeWrite().catch(() => {});
+    const buf = new Uint8Array(16 * 1024);
+    for (;;) {
+      const n = await conn.read(buf);
+      if (n === null) break;
+      const next = new Uint8Array(Math.min(answer.length + n, answerLimit));
+      const keep = next.length - n;
+      next.set(answer.subarray(answer.length - keep), 0);
+      next.set(buf.subarray(0, n), keep);
+      answer = next;
+    }
+  } catch (err) {
+    if (!timedOut) return new Error(`the machine's answer broke off: ${(err as Error).message}`);
+  } finally {
+    clearTimeout(timer);
+    try {
+      conn.close();
+    } catch { /* closed by the timer */ }
+  }
+  if (timedOut) return new exec.ErrTimeout([path], timeoutMs, false);
+  const text = new TextDecoder().decode(answer).replace(/\s+$/, "");
+  const at = text.lastIndexOf("\n" + probeExitMark);
+  const last = at < 0 ? (text.startsWith(probeExitMark) ? text : "") : text.slice(at + 1);
+  const code = /^stratum-probe-exit (\d+)$/.exec(last)?.[1];
+  if (code === undefined) return new Error("the machine ended its answer without an exit status");
+  return { code: Number(code), stdout: text.slice(0, Math.max(0, at)), stderr: "" };
 }

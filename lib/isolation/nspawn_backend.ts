@@ -130,6 +130,9 @@ export class NspawnBackend extends SlotBackend {
       ...(stack.root ? [] : ["--bind-ro=/usr"]),
       ...(await modulesBind(!!stack.root)),
       ...stack.state.map((p) => `--bind=${paths.at(p)}:${p}`),
+      // Where the machine's systemd listens for the host's probe requests
+      // (the unit's runtime directory, root's, 0700, gone when it stops).
+      ...(stack.health.exec ? [`--bind=${probeDir(slot)}:${innerProbeDir}`] : []),
       "--volatile=overlay",
       // What runc needs with the host's network (docs/nspawn.md).
       "--capability=CAP_NET_ADMIN",
@@ -156,14 +159,14 @@ KillMode=mixed
 ${unified ? "Environment=SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1\n" : ""}ExecStart=${
       argv.map(quoteExecArg).join(" ")
     }
-# READY=1 comes when the machine's boot is done, also when a service of
-# the stack failed: the start succeeds only once every service is active.
-# The check's shell stays outside the machine's PIDs (-F), its questions
-# inside: a machine going down stops and kills them and the shell goes on;
-# nsenter's own forked child would leave nsenter stopped with it, and the
-# machine waiting 30 s for that child to be reaped.
-ExecStartPost=/bin/sh -c 'exec timeout 30 /usr/bin/nsenter -F -t $(cat /proc/$$MAINPID/task/$$MAINPID/children) -m -p /bin/sh /${readyCheck}'
-TimeoutStartSec=120
+# READY=1 comes when the machine's boot is done, which includes its own
+# readiness check (${readyUnit}): nothing runs here with the host's
+# privileges in the machine's tree.
+${
+      stack.health.exec
+        ? `RuntimeDirectory=${runtimeDirName(slot)}\nRuntimeDirectoryMode=0700\n`
+        : ""
+    }TimeoutStartSec=120
 TimeoutStopSec=30
 `;
   }
@@ -205,11 +208,16 @@ TimeoutStopSec=30
 const readyCheck = "etc/stratum/ready-check";
 /** How the check starts the line it says for each service that is not active. */
 const innerFailure = "stratum: not active: ";
+/** The machine's unit that runs the readiness check, as a service of the machine. */
+const readyUnit = "stratum-ready.service";
 
 /**
- * The check the host unit runs in the machine once its boot is done: the
- * stack's target is active (every service started and ready), or it names
- * each service that is not, with systemd's Result and exit status, and fails.
+ * The check the machine runs once its stack's target is reached: the
+ * target is active (every service started and ready), or it names each
+ * service that is not, with systemd's Result and exit status, and fails.
+ * It runs as a unit of the machine (readyUnitText), so it has the
+ * machine's confinement and no more: the machine may lie about its
+ * health, it cannot reach the host through the check.
  */
 function readyCheckText(stack: Stack): string {
   const lines = stack.services.map((svc) => {
@@ -231,6 +239,92 @@ exit 1
 }
 
 /**
+ * The readiness check as a unit of the machine: part of its boot, so
+ * nspawn's READY=1 (the host unit's start) comes only after it passed. It
+ * runs whatever the target's job ended in (Wants=, not Requires=: a failed
+ * dependency would skip it without failing it), and a failure ends the
+ * machine at once with the check's status, which fails the host unit's
+ * start; its lines reach the host unit's journal through the console.
+ */
+function readyUnitText(): string {
+  return `# Written by stratum: the machine's readiness check.
+[Unit]
+Description=Stratum node stack's readiness check
+After=${innerTarget}
+FailureAction=exit-force
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh /${readyCheck}
+StandardOutput=journal+console
+StandardError=journal+console
+TimeoutStartSec=60
+`;
+}
+
+/** The host directory the machine's probe socket is in: the machine unit's runtime directory. */
+function runtimeDirName(slot: Slot): string {
+  return machineUnit(slot).replace(/\.service$/, "");
+}
+
+/** The host path of slot `slot`'s probe directory (bound into the machine at innerProbeDir). */
+export function probeDir(slot: Slot): string {
+  return `/run/${runtimeDirName(slot)}`;
+}
+
+/** Where the probe directory is in the machine. */
+const innerProbeDir = "/run/stratum-probe";
+/** The probe socket's name in the probe directory. */
+export const probeSocketName = "probe.sock";
+/** The last line a probe's answer ends with: its command's exit status. */
+export const probeExitMark = "stratum-probe-exit ";
+/** The machine's socket unit on which the host asks for the stack's command probe. */
+const probeSocketUnit = "stratum-probe.socket";
+
+/**
+ * The command probe as a socket-activated service of the machine: each
+ * connection from the host runs the stack's `health.exec` once, as the
+ * machine's systemd runs any of its services (the machine's capability
+ * bounding set, seccomp filter, cgroup and namespaces, its own files),
+ * and answers on the connection with the command's output and a last line
+ * `stratum-probe-exit N`. The host only reads that answer: nothing of the
+ * machine runs with the host's privileges, and no path of the machine is
+ * followed by the host except the socket it connects to (in a directory
+ * of the host's, bound in).
+ */
+function probeUnits(stack: Stack, node: string): Record<string, string> {
+  const argv = expand(stack.health.exec!, "", node);
+  return {
+    [probeSocketUnit]: `# Written by stratum: the host asks the stack's command probe here.
+[Unit]
+Description=Stratum node stack's probe socket
+
+[Socket]
+ListenStream=${innerProbeDir}/${probeSocketName}
+SocketMode=0600
+Accept=yes
+MaxConnections=8
+`,
+    "stratum-probe@.service": `# Written by stratum: the stack's command probe, once per connection.
+[Unit]
+Description=Stratum node stack's command probe
+CollectMode=inactive-or-failed
+
+[Service]
+StandardInput=socket
+StandardOutput=socket
+StandardError=socket
+WorkingDirectory=/
+ExecStart=/bin/sh -c ${quoteExecArg(`"$@"; r=$?; echo; echo "${probeExitMark}$r"`)} sh ${
+      argv.map(quoteExecArg).join(" ")
+    }
+RuntimeMaxSec=30
+`,
+  };
+}
+
+/**
  * The machine's own units, in the slot's etc/systemd/system: one per
  * service, in the stack's order, and the default target that wants them
  * all. Units the host's /usr would start at first boot and that wait for
@@ -249,11 +343,20 @@ Requires=basic.target
 After=basic.target
 ${names.map((n) => `Requires=${n}\nAfter=${n}`).join("\n")}
 Wants=${endUnit}
-${stack.workloads?.length ? `Wants=${workloadsUnit}\n` : ""}AllowIsolate=yes
+Wants=${readyUnit}
+${stack.workloads?.length ? `Wants=${workloadsUnit}\n` : ""}${
+      stack.health.exec ? `Wants=${probeSocketUnit}\n` : ""
+    }AllowIsolate=yes
 `,
     { mode: 0o644 },
   );
   await writeFileDurable(join(dir, endUnit), endUnitText(stack), { mode: 0o644 });
+  await writeFileDurable(join(dir, readyUnit), readyUnitText(), { mode: 0o644 });
+  if (stack.health.exec) {
+    for (const [name, text] of Object.entries(probeUnits(stack, node))) {
+      await writeFileDurable(join(dir, name), text, { mode: 0o644 });
+    }
+  }
   for (const s of stack.services) {
     await writeFileDurable(join(dir, innerUnit(s.name)), innerServiceText(s, node), {
       mode: 0o644,

@@ -29,6 +29,22 @@ if behavior == "fail-start":
     print("stack: refusing to start (behavior=fail-start)", file=sys.stderr)
     sys.exit(3)
 
+# --plant=LOG (tests/confinement_test.ts): root in the machine swaps its
+# /bin (the slot's link to usr/bin, on the machine's volatile overlay) for a
+# directory whose sh logs the confinement it runs with to LOG, then runs
+# dash. What stratum runs as /bin/sh in the machine then shows its powers.
+plant = opts.get("plant")
+if plant:
+    script = ("#!/usr/bin/dash\\n{ echo run; grep -E '^(CapEff|Seccomp):' /proc/self/status"
+              " || echo 'CapEff: unreadable'; } >> %s 2>&1\\nexec /usr/bin/dash \\"$@\\"\\n" % plant)
+    if os.path.islink("/bin"):
+        os.unlink("/bin")
+    os.makedirs("/bin", exist_ok=True)
+    with open("/bin/sh.tmp", "w") as f:
+        f.write(script)
+    os.chmod("/bin/sh.tmp", 0o755)
+    os.rename("/bin/sh.tmp", "/bin/sh")
+
 # The node's data: a start counter in the state directory, written durably.
 state = opts.get("state")
 counter = opts.get("counter", "starts")
@@ -97,6 +113,10 @@ export async function makeBundle(
     release?: string;
     /** More lines of a mode's sysctl file (its host file /etc/sysctl.d/90-stratum.conf). */
     sysctl?: Partial<Record<Mode, string>>;
+    /** The stack's command probe (health.exec), in both modes. */
+    healthExec?: string[];
+    /** nspawn mode's stack plants its own /bin/sh, logging to this file (stack.py's --plant). */
+    plant?: string;
   } = {},
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
@@ -113,6 +133,7 @@ export async function makeBundle(
         `--behavior=${behavior}`,
         ...(opts.stateless ? [] : [`--state=${stackState}`, `--counter=starts-${name}`]),
         ...(opts.release ? [`--release=${opts.release}`] : []),
+        ...(opts.plant && mode === "nspawn" ? [`--plant=${opts.plant}`] : []),
       ],
     });
     await writeMode(join(dir, mode), {
@@ -127,7 +148,10 @@ export async function makeBundle(
             service("node", port),
             ...(opts.twoServices ? [service("aux", port + 1)] : []),
           ],
-          health: { url: `http://127.0.0.1:${port}/healthz` },
+          health: {
+            url: `http://127.0.0.1:${port}/healthz`,
+            ...(opts.healthExec ? { exec: opts.healthExec } : {}),
+          },
           hostFiles: { "/etc/sysctl.d/90-stratum.conf": "host-files/90-stratum.conf" },
           ...(opts.stateless ? {} : { state: [stackState] }),
         },

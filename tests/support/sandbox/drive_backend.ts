@@ -72,11 +72,11 @@ try {
     // A command probe still running in the machine when the slot stops.
     await backend.prepare(spec);
     await backend.start(ref);
+    // The bundle's probe is `sleep 47` (backends_test.ts).
     const stack = await isolation.readStack(paths.slot("a"));
-    const slow = { ...stack, health: { ...stack.health, exec: ["sleep", "47"] } };
-    const probe = isolation.probeStack(slow, { paths, systemctl, ref, node: "node-1" }, 40_000);
+    const probe = isolation.probeStack(stack, { paths, systemctl, ref, node: "node-1" }, 40_000);
     for (let i = 0; i < 200; i++) {
-      const r = await new Deno.Command("pgrep", { args: ["-x", "-f", "sleep 47"] }).output();
+      const r = await new Deno.Command("pgrep", { args: ["-x", "-f", "/bin/sleep 47"] }).output();
       if (r.code === 0) break;
       await new Promise((r) => setTimeout(r, 50));
     }

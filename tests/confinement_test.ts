@@ -1,0 +1,73 @@
+// deno-lint-ignore-file no-console
+// What stratum runs inside an nspawn machine runs with the machine's
+// confinement and never more (docs/nspawn.md, "What root in the machine
+// can do"), through the artifact in the real systemd sandbox.
+//
+// The attack: root in the machine (a service of the stack) replaces /bin,
+// on the machine's own volatile overlay, with a directory whose `sh` is its
+// program. Every later `/bin/sh` stratum has the machine run (its readiness
+// check, its command probe) is that program. It logs what it runs with.
+//
+// Invariant: each run of the planted program has an effective capability
+// set inside the machine's bounding set (read from the machine's systemd
+// on the host) and the machine's seccomp filter (Seccomp: 2); it reads its
+// own /proc/self (so it is in the machine's PID namespace). Before the
+// probe became a service of the machine, the program ran under nsenter
+// with stratum's full capabilities and no filter, outside the machine's
+// PIDs (its /proc/self unreadable): that is the escape this test catches.
+
+import { join } from "node:path";
+import { assert, assertEquals } from "./support/assert.ts";
+import { makeBundle, stackState } from "./support/bundle.ts";
+import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
+
+if (nspawnUnavailable) console.error(`confinement tests are skipped: ${nspawnUnavailable}`);
+
+const planted = `${stackState}/planted.log`;
+
+/** What the planted program logged: one record per run. */
+function runs(log: string): { capEff: bigint | undefined; seccomp: string | undefined }[] {
+  return log.split(/^run$/m).slice(1).map((rec) => ({
+    capEff: ((hex) => hex === undefined ? undefined : BigInt(`0x${hex}`))(
+      /^CapEff:\s*([0-9a-f]+)$/m.exec(rec)?.[1],
+    ),
+    seccomp: /^Seccomp:\s*(\d+)$/m.exec(rec)?.[1],
+  }));
+}
+
+Deno.test({
+  name:
+    "a machine's planted /bin/sh gets only the machine's confinement from the readiness check and the probe",
+  ignore: nspawnUnavailable !== undefined,
+  async fn() {
+    await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+    const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+    await makeBundle(dir, { plant: planted, healthExec: ["/bin/sh", "-c", "exit 0"] });
+    // Installed in nspawn mode: the machine's readiness check runs at start.
+    await using n = await Node.boot("nspawn", undefined, { bundleDir: dir });
+    // The operator asks: the command probe runs.
+    const st = await n.stratum(["node", "status", "--json"]);
+    assertEquals(st.code, 0, st.stdout + st.stderr);
+    assertEquals(st.doc?.outcome, "healthy", st.stdout);
+
+    const bnd = await n.sb.sh(
+      "pid=$(systemctl show -P MainPID stratum-a-machine.service); " +
+        "c=$(cat /proc/$pid/task/$pid/children); grep '^CapBnd:' /proc/${c% }/status",
+    );
+    const machineBnd = BigInt(`0x${/CapBnd:\s*([0-9a-f]+)/.exec(bnd)![1]}`);
+    const log = await n.sb.sh(`cat ${planted}`);
+    const seen = runs(log);
+    // The readiness check and the probe each ran it at least once.
+    assert(seen.length >= 2, `the planted program ran ${seen.length} times:\n${log}`);
+    for (const r of seen) {
+      assert(r.capEff !== undefined, `a run outside the machine's PIDs (no /proc/self):\n${log}`);
+      assertEquals(
+        r.capEff & ~machineBnd,
+        0n,
+        `capabilities beyond the machine's bounding set ${machineBnd.toString(16)}:\n${log}`,
+      );
+      assertEquals(r.seccomp, "2", `a run without the machine's seccomp filter:\n${log}`);
+    }
+  },
+});

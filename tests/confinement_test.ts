@@ -51,6 +51,12 @@ Deno.test({
     assertEquals(st.code, 0, st.stdout + st.stderr);
     assertEquals(st.doc?.outcome, "healthy", st.stdout);
 
+    // docs/nspawn.md's way to ask the probe as stratum does, run as written.
+    const doc = await Deno.readTextFile(join(repoRoot, "docs/nspawn.md"));
+    const ask = doc.split("\n").find((l) => l.startsWith("python3 -c 'import socket"));
+    assert(ask, "docs/nspawn.md shows how to ask the probe");
+    assert((await n.sb.sh(ask)).trim().endsWith("stratum-probe-exit 0"), ask);
+
     const bnd = await n.sb.sh(
       "pid=$(systemctl show -P MainPID stratum-a-machine.service); " +
         "c=$(cat /proc/$pid/task/$pid/children); grep '^CapBnd:' /proc/${c% }/status",

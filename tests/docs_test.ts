@@ -168,6 +168,10 @@ const elsewhere = new Map([
     "needs an inventory of nodes: ansible_test runs rollback.yml over three sandboxed nodes",
   ],
   [
+    `python3 -c 'import socket; s = socket.socket(socket.AF_UNIX); s.connect("/run/stratum-a-machine/probe.sock"); s.shutdown(1); print(s.makefile().read())'`,
+    "needs a running machine: confinement_test runs it on a sandboxed nspawn node",
+  ],
+  [
     "stratum migrate run    --to nspawn --bundle /srv/stratum-bundle [--wait-ready 2m] [--wait-lock 0s]",
     "drives systemd: migrate_cli_test runs it on a sandboxed node",
   ],

@@ -47,10 +47,22 @@ try {
       const s = await sb.exec([bin, "node", "status", "--json"], { env });
       status.push(performance.now() - t);
       if (s.code !== 0) throw new Error(`${bin}: node status exit ${s.code}: ${s.stdout}`);
+      // Restarts a second apart would hit the unit's start limit (5 in 10 s).
+      await sb.exec(["systemctl", "reset-failed", "stratum-a-machine.service"]);
       t = performance.now();
       const r = await sb.exec(["systemctl", "restart", "stratum-a.target"]);
       restart.push(performance.now() - t);
-      if (r.code !== 0) throw new Error(`${bin}: restart: ${r.stderr}`);
+      if (r.code !== 0) {
+        const j = await sb.exec([
+          "journalctl",
+          "--no-pager",
+          "-n",
+          "60",
+          "-u",
+          "stratum-a-machine",
+        ]);
+        throw new Error(`${bin}: restart: ${r.stderr}\n${j.stdout}`);
+      }
     }
     rows.push({ bin, status: median(status), restart: median(restart) });
   }

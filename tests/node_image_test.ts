@@ -158,3 +158,180 @@ Deno.test({
     );
   },
 });
+
+/**
+ * A bundle (under the checkout) whose nspawn mode brings the image the
+ * shell `script` makes in an empty directory (as root: owners, modes,
+ * special files), tarred with `tarFlags`; `stack` edits its stack.json.
+ * The image has the files a booted machine needs, empty: it unpacks, and
+ * fails to boot.
+ */
+async function imageBundle(
+  script: string,
+  opts: { tarFlags?: string[]; stack?: (s: Record<string, unknown>) => void } = {},
+): Promise<string> {
+  const dir = await bundleDir();
+  const tree = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "tree-" });
+  const made = await new Deno.Command("bash", {
+    args: [
+      "-euc",
+      "mkdir -p usr/lib/systemd usr/bin && : > usr/lib/systemd/systemd && : > usr/bin/sh && " +
+      `: > usr/bin/timeout\n${script}`,
+    ],
+    cwd: tree,
+  }).output();
+  assert(made.success, `image script: ${new TextDecoder().decode(made.stderr)}`);
+  const tar = await new Deno.Command("tar", {
+    args: [
+      ...(opts.tarFlags ?? []),
+      "--numeric-owner",
+      "-C",
+      tree,
+      "-cf",
+      join(dir, "nspawn/rootfs.tar"),
+      ".",
+    ],
+  }).output();
+  assert(tar.success, `tar: ${new TextDecoder().decode(tar.stderr)}`);
+  await Deno.remove(tree, { recursive: true });
+  const stackPath = join(dir, "nspawn", "stack.json");
+  const stack = JSON.parse(await Deno.readTextFile(stackPath));
+  stack.root = "rootfs.tar";
+  opts.stack?.(stack);
+  await Deno.writeTextFile(stackPath, JSON.stringify(stack));
+  await bundle.makeManifest(join(dir, "nspawn"));
+  return dir;
+}
+
+// Invariant: a node image is root's tree from its first byte: every entry
+// root:root (the archive's uids and gids are not the host's users), no
+// setuid, device, FIFO or world-writable entry, the slot's own mode kept;
+// and no other user reaches any of it (the slots' parent is 0700 from the
+// install on). Seen with the slot just prepared (the run killed right after).
+Deno.test({
+  name:
+    "a node image unpacks as root's tree, without setuid, devices or other owners, in slots no other user reaches",
+  ignore,
+  sanitizeResources: false,
+  async fn() {
+    const dir = await imageBundle(`
+      chmod 777 .
+      mkdir -p etc srv/d
+      printf su > usr/bin/su && chown 1000:1000 usr/bin/su && chmod 4755 usr/bin/su
+      printf ws > srv/open && chmod 666 srv/open
+      printf sh > etc/shadow && chown 0:42 etc/shadow && chmod 640 etc/shadow
+      chown 1000:1000 srv/d && chmod 777 srv/d
+      mknod srv/null c 1 3 && chmod 666 srv/null
+      mkfifo srv/fifo`);
+    await using n = await Node.boot("host", undefined, { bundleDir: dir });
+    const slots = "/var/lib/stratum/slots";
+    assertEquals(await n.sb.sh(`stat -c %a ${slots}`), "700\n", "closed from the install on");
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", dir], {
+      STRATUM_FAILPOINT: "kill-after-record:stopping-source",
+    });
+    assertEquals(r.code, 137, `killed right after the prepare: ${r.stderr}`);
+    const b = `${slots}/b`;
+    assertEquals(await n.sb.sh(`cat ${b}/usr/bin/su`), "su", "slot b holds the image");
+    assertEquals(
+      await n.sb.sh(`find ${b} \\( ! -user 0 -o ! -group 0 \\) -printf '%p %U:%G\\n'`),
+      "",
+      "every entry is root's",
+    );
+    assertEquals(await n.sb.sh(`find ${b} ! -type l -perm /7022 -printf '%p %m\\n'`), "");
+    assertEquals(await n.sb.sh(`find ${b} \\( -type b -o -type c -o -type p -o -type s \\)`), "");
+    assertEquals(await n.sb.sh(`stat -c %a ${slots} ${b}`), "700\n755\n");
+    const nobody = await n.sb.exec([
+      "setpriv",
+      "--reuid=65534",
+      "--regid=65534",
+      "--clear-groups",
+      "cat",
+      `${b}/etc/shadow`,
+    ]);
+    assert(nobody.code !== 0 && !nobody.stdout.includes("sh"), "another user reads nothing");
+  },
+});
+
+// Invariant: an image is an uncompressed tar whose listed size fits where
+// the slot is, checked before anything is unpacked; else the prepare fails
+// saying so, and the migration rolls back.
+for (
+  const [label, script, tarFlags, says] of [
+    ["gzip-compressed", "", ["-z"], "is not an uncompressed tar archive (it is gzip-compressed)"],
+    [
+      "larger, as listed, than the free space",
+      "truncate -s 4T big",
+      ["--sparse"],
+      "bytes free under",
+    ],
+  ] as const
+) {
+  Deno.test({
+    name:
+      `a node image that is ${label} is refused before it is unpacked, and the migration rolls back`,
+    ignore,
+    async fn() {
+      const dir = await imageBundle(script, { tarFlags: [...tarFlags] });
+      await using n = await Node.boot("host", undefined, { bundleDir: dir });
+      const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", dir, "--json"]);
+      assertEquals([r.code, r.doc?.outcome], [1, "rolled-back"], r.stderr);
+      assert(JSON.stringify(r.doc).includes(says), `says ${says}: ${JSON.stringify(r.doc)}`);
+      assertEquals(await n.assertInvariant(label), "rolled-back");
+    },
+  });
+}
+
+// Invariant (3a): a host file comes from a file of the bundle, never from
+// an image's entry or through its link: an image's `lnk -> /etc` and
+// hostFiles naming lnk/<a root-only host file> is refused (bundle verify
+// and the migration, exit 2), and the host file is never copied out.
+Deno.test({
+  name:
+    "hostFiles naming a path through a node image's link to /etc is refused: nothing is copied out of the host",
+  ignore,
+  async fn() {
+    const dir = await imageBundle("ln -s /etc lnk", {
+      stack: (s) => {
+        s.hostFiles = { "/etc/containerd/config.toml": "lnk/stratum-secret" };
+      },
+    });
+    await using n = await Node.boot("host", undefined, { bundleDir: dir });
+    await n.sb.sh("umask 077 && echo root-only-secret > /etc/stratum-secret");
+    const config = "cat /etc/containerd/config.toml 2>/dev/null || echo absent";
+    const before = await n.sb.sh(config);
+    const v = await n.stratum(["bundle", "verify", dir, "--mode", "nspawn"]);
+    assertEquals(v.code, 2, `bundle verify: ${v.stdout}${v.stderr}`);
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", dir, "--json"]);
+    assertEquals([r.code, r.doc?.outcome], [2, "refused"], r.stderr);
+    assert(r.doc.message.includes("lnk/stratum-secret"), r.doc.message);
+    const after = await n.sb.sh(config);
+    assertEquals(after, before, "the host file is as it was");
+    assert(!after.includes("root-only-secret"), "the secret was not copied out");
+  },
+});
+
+// Invariant (3b): nothing stratum writes into a slot goes through a link of
+// the image: an image with etc/systemd/system -> /etc/systemd/system fails
+// the prepare naming the link, and the rollback leaves the host's unit
+// directory as it was (no stratum-stack.target, no new default target).
+Deno.test({
+  name:
+    "a node image linking etc/systemd/system to the host's fails the prepare; the host's units are untouched",
+  ignore,
+  async fn() {
+    const dir = await imageBundle(
+      "mkdir -p etc/systemd && ln -s /etc/systemd/system etc/systemd/system",
+    );
+    await using n = await Node.boot("host", undefined, { bundleDir: dir });
+    const units = "ls -A /etc/systemd/system; readlink /etc/systemd/system/default.target; true";
+    const before = await n.sb.sh(units);
+    const r = await n.stratum(["migrate", "run", "--to", "nspawn", "--bundle", dir, "--json"]);
+    assertEquals([r.code, r.doc?.outcome], [1, "rolled-back"], r.stderr);
+    assert(
+      JSON.stringify(r.doc).includes("etc/systemd/system is a link"),
+      JSON.stringify(r.doc),
+    );
+    assertEquals(await n.sb.sh(units), before, "the host's unit directory is as it was");
+    assertEquals(await n.assertInvariant("link to the host's units"), "rolled-back");
+  },
+});

@@ -86,6 +86,73 @@ Deno.test("a slot whose file changed, or that became writable by others, is refu
   await refuses(bundle.checkSlot(slot), "file", "stack/stack.py does not match");
 });
 
+// Invariant: a slot is root's tree: a file or directory another user or
+// group owns (a node image's uid 1000, a group that could read it) is
+// refused before the slot's stack starts.
+Deno.test({
+  name: "a slot entry owned by another user or group is refused before start",
+  ignore: !root,
+  async fn() {
+    const { mode } = await hostBundle();
+    const slot = join(await Deno.makeTempDir(), "slot");
+    await new Deno.Command("cp", { args: ["-a", mode, slot] }).output();
+    await bundle.normalizeModes(slot);
+    await bundle.checkSlot(slot);
+    await Deno.chown(join(slot, "stack/stack.py"), 1000, 0);
+    await refuses(bundle.checkSlot(slot), "unsafe", "stack/stack.py is owned by 1000:0, not root");
+    await Deno.chown(join(slot, "stack/stack.py"), 0, 42);
+    await refuses(bundle.checkSlot(slot), "unsafe", "stack/stack.py is owned by 0:42, not root");
+    await Deno.chown(join(slot, "stack/stack.py"), 0, 0);
+    await Deno.mkdir(join(slot, "srv"));
+    await Deno.chown(join(slot, "srv"), 1000, 1000);
+    await refuses(bundle.checkSlot(slot), "unsafe", "srv is owned by 1000:1000");
+  },
+});
+
+// Invariant: a host file is copied only from a file of the bundle (its
+// manifest lists it), reached through real directories of the slot: a
+// link component (a node image's `lnk -> /etc`) or an unlisted file is
+// refused, and nothing is written to the host path.
+Deno.test("the prepare copies a host file only from a listed file of the slot, never through a link", async (t) => {
+  const base = {
+    services: [{ name: "n", exec: ["/bin/true"] }],
+    health: { url: "http://127.0.0.1:1/" },
+    state: [],
+  };
+  const { writeHostFiles } = await import("../lib/isolation/_slot_layout.ts");
+  for (
+    const [what, inSlot, words] of [
+      ["an unlisted file", "lnk/secret", "its manifest does not list it"],
+      ["a listed file reached through a link", "d/f", "d is a link"],
+    ] as const
+  ) {
+    await t.step(what, async () => {
+      const scratch = await Deno.makeTempDir();
+      const outside = join(scratch, "outside");
+      await Deno.mkdir(outside);
+      await Deno.writeTextFile(join(outside, "secret"), "root-only\n", { mode: 0o600 });
+      await Deno.writeTextFile(join(outside, "f"), "net.ipv4.ip_forward = 1\n");
+      const slot = join(scratch, "slot");
+      await Deno.mkdir(join(slot, "d"), { recursive: true });
+      await Deno.writeTextFile(join(slot, "d/f"), "net.ipv4.ip_forward = 1\n");
+      await bundle.makeManifest(slot);
+      // What a node image's links would make of the slot after its unpack.
+      await Deno.symlink(outside, join(slot, "lnk"));
+      await Deno.remove(join(slot, "d"), { recursive: true });
+      await Deno.symlink(outside, join(slot, "d"));
+      const hostRoot = join(scratch, "root");
+      const stack = { ...base, hostFiles: { "/etc/sysctl.d/90-stratum.conf": inSlot } };
+      const err = await assertRejects(() => writeHostFiles(host.hostPaths(hostRoot), slot, stack));
+      assert(err instanceof isolation.ErrBadStack && err.message.includes(words), String(err));
+      assertEquals(
+        await Deno.lstat(join(hostRoot, "etc/sysctl.d/90-stratum.conf")).then(() => 1, () => 0),
+        0,
+        "nothing written",
+      );
+    });
+  }
+});
+
 for (
   const [what, make] of [
     ["a FIFO", (p: string) => new Deno.Command("mkfifo", { args: [p] }).output().then(() => {})],

@@ -30,9 +30,10 @@ export async function normalizeModes(dir: string): Promise<void> {
 /**
  * Checks a built slot before its stack starts: every file its manifest
  * (the bundle's, copied in) lists is there with that sha256, and nothing
- * under the slot is setuid, setgid, or writable by group or others. Files
- * the slot adds beyond the bundle (nspawn's empty mount points and links)
- * are allowed. Costs one hash pass over the bundle's files, but for those
+ * under the slot is setuid, setgid, writable by group or others, or owned
+ * by another user or group than stratum's (root's: a node image is unpacked
+ * as root's tree, node_image.ts). Files the slot adds beyond the bundle
+ * (nspawn's empty mount points and links) are allowed. Costs one hash pass over the bundle's files, but for those
  * this process wrote and hashed itself (a slot linked from the copy it just
  * staged, _written.ts).
  */
@@ -53,17 +54,30 @@ export async function checkSlot(dir: string): Promise<void> {
       );
     }
   });
+  // Root's on a node: the user and group stratum runs as.
+  const uid = Deno.uid() ?? 0;
+  const gid = Deno.gid() ?? 0;
   const walk = async (d: string, rel: string) => {
     for await (const e of Deno.readDir(d)) {
       if (e.isSymlink) continue;
       const p = join(d, e.name);
-      const mode = (await Deno.lstat(p)).mode ?? 0;
+      const st = await Deno.lstat(p);
+      const mode = st.mode ?? 0;
       if (mode & 0o7022) {
         throw new BundleError(
           "unsafe",
           `Slot ${dir}: ${rel}${e.name} has mode ${
             (mode & 0o7777).toString(8)
           } (setuid, setgid or writable by others)`,
+          `${rel}${e.name}`,
+        );
+      }
+      if (st.uid !== uid || st.gid !== gid) {
+        throw new BundleError(
+          "unsafe",
+          `Slot ${dir}: ${rel}${e.name} is owned by ${st.uid}:${st.gid}, not ${
+            uid === 0 && gid === 0 ? "root" : `${uid}:${gid}`
+          } (another user or group could change or read it)`,
           `${rel}${e.name}`,
         );
       }

@@ -156,7 +156,8 @@ export function bundleGroup() {
               });
               // What the stack declares is checked too: a bad state entry or
               // an unknown field refuses the bundle here, not on a node.
-              node.stackOf(v, join(dir, mode), mode);
+              const stack = node.stackOf(v, join(dir, mode), mode);
+              await node.checkKernelFiles(v, await modeDir(mode), join(dir, mode), stack);
               verified.push({ mode, ...v });
             } catch (err) {
               if (!(err instanceof bundle.BundleError || err instanceof isolation.ErrBadStack)) {

@@ -17,25 +17,73 @@ function recordPath(paths: HostPaths): string {
   return join(dirname(paths.snapshotDir), "kernel-before.json");
 }
 
+/**
+ * A sysctl key as the kernel names it: components of letters, digits, `_`
+ * and `-`, separated by `.` or `/` (net.ipv4.ip_forward, net/ipv4/ip_forward),
+ * not starting with `-` (an option to sysctl(8)). No globs.
+ */
+const sysctlKey = /^[A-Za-z0-9_][A-Za-z0-9_-]*([./][A-Za-z0-9_-]+)*$/;
+/** A kernel module name as modprobe(8) takes it, not starting with `-` (an option). */
+const moduleName = /^[A-Za-z0-9_][A-Za-z0-9_-]*$/;
+
+/** A line of a sysctl.d or modules-load.d file that says nothing (blank, comment). */
+function blank(line: string): boolean {
+  return !line || line.startsWith("#") || line.startsWith(";");
+}
+
+/** The key and value of a sysctl.d line (a leading `-`: ignore a failure, as sysctl reads it). */
+function sysctlLine(line: string): [string, string] | undefined {
+  const eq = line.indexOf("=");
+  if (eq < 0) return undefined;
+  const key = line.slice(0, eq).trim().replace(/^-/, "");
+  if (!sysctlKey.test(key)) return undefined;
+  return [key.replaceAll("/", "."), line.slice(eq + 1).trim()];
+}
+
 /** `key = value` lines of a sysctl.d file (comments, blanks and a leading `-` as sysctl reads them). */
 export function parseSysctl(text: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const raw of text.split("\n")) {
     const line = raw.trim();
-    if (!line || line.startsWith("#") || line.startsWith(";")) continue;
-    const eq = line.indexOf("=");
-    if (eq < 0) continue;
-    const key = line.slice(0, eq).trim().replace(/^-/, "").replaceAll("/", ".");
-    if (/^[A-Za-z0-9_.-]+$/.test(key)) out.set(key, line.slice(eq + 1).trim());
+    if (blank(line)) continue;
+    const kv = sysctlLine(line);
+    if (kv) out.set(kv[0], kv[1]);
   }
   return out;
 }
 
 /** Module names of a modules-load.d file. */
 export function parseModules(text: string): string[] {
-  return text.split("\n").map((l) => l.trim()).filter((l) =>
-    l && !l.startsWith("#") && !l.startsWith(";") && /^[A-Za-z0-9_-]+$/.test(l)
-  );
+  return text.split("\n").map((l) => l.trim()).filter((l) => !blank(l) && moduleName.test(l));
+}
+
+/** Whether host file `hostPath` is one of the two whose content is kernel settings. */
+export function isKernelFile(hostPath: string): boolean {
+  return hostPath === sysctlFile || hostPath === modulesFile;
+}
+
+/**
+ * Why the text of host file `hostPath` is not kernel settings stratum
+ * applies, naming its first bad line; undefined when it is, or when the
+ * file is not one of the two kernel files. A line that is neither a module
+ * name nor a `key = value` with a kernel sysctl key is refused, not passed
+ * on: `-r` or `--p = x` would be read as options of modprobe or sysctl.
+ */
+export function kernelFileProblem(hostPath: string, text: string): string | undefined {
+  if (!isKernelFile(hostPath)) return undefined;
+  for (const [i, raw] of text.split("\n").entries()) {
+    const line = raw.trim();
+    if (blank(line)) continue;
+    if (hostPath === modulesFile && !moduleName.test(line)) {
+      return `line ${i + 1} ${JSON.stringify(line)} is not a kernel module name ` +
+        "(letters, digits, _ and -, not starting with -)";
+    }
+    if (hostPath === sysctlFile && !sysctlLine(line)) {
+      return `line ${i + 1} ${JSON.stringify(line)} is not a sysctl setting ` +
+        "(key = value, the key's parts letters, digits, _ and -, separated by . or /, not starting with -)";
+    }
+  }
+  return undefined;
 }
 
 async function readText(paths: HostPaths, p: string): Promise<string> {
@@ -53,12 +101,12 @@ async function readRecord(paths: HostPaths): Promise<Map<string, string>> {
 
 /** sysctl(8), not /proc/sys: the artifact's permissions do not cover /proc. */
 async function sysctlGet(key: string): Promise<string | undefined> {
-  const r = await exec.run(["sysctl", "-n", key], { timeoutMs: 5000 }).catch(() => undefined);
+  const r = await exec.run(["sysctl", "-n", "--", key], { timeoutMs: 5000 }).catch(() => undefined);
   return r?.code === 0 ? r.stdout.trim() : undefined;
 }
 
 async function sysctlSet(key: string, value: string): Promise<void> {
-  await exec.output(["sysctl", "-q", "-w", `${key}=${value}`], { timeoutMs: 5000 });
+  await exec.output(["sysctl", "-q", "-w", "--", `${key}=${value}`], { timeoutMs: 5000 });
 }
 
 /**
@@ -71,7 +119,7 @@ export async function applyKernelConfig(paths: HostPaths): Promise<void> {
   if (paths.root !== "/") return;
   const modules = parseModules(await readText(paths, modulesFile));
   if (modules.length > 0) {
-    await exec.output(["modprobe", "-a", ...modules], { timeoutMs: 30_000 });
+    await exec.output(["modprobe", "-a", "--", ...modules], { timeoutMs: 30_000 });
   }
   const want = parseSysctl(await readText(paths, sysctlFile));
   const record = await readRecord(paths);

@@ -46,7 +46,12 @@ export {
 } from "./state.ts";
 export { serviceUnit, targetUnit, unitsOf } from "./units.ts";
 export { configFiles, snapshotFiles } from "./config_files.ts";
-export { discardKernelRecord, restoreKernelConfig } from "./host_kernel.ts";
+export {
+  discardKernelRecord,
+  isKernelFile,
+  kernelFileProblem,
+  restoreKernelConfig,
+} from "./host_kernel.ts";
 export { firewallUnit, hostPackages, prepareHost, unprepareHost } from "./host_prep.ts";
 export {
   ErrBadNodeConfig,

@@ -2,7 +2,7 @@ import * as exec from "../exec/mod.ts";
 import { quoteExecArg, UnitError } from "../host/mod.ts";
 import { ensureDir, symlinkDurable, syncTree, writeFileDurable } from "../host/mod.ts";
 import { join } from "node:path";
-import { layOut, writeHostFiles } from "./_slot_layout.ts";
+import { layOut, refuseLinks, writeHostFiles } from "./_slot_layout.ts";
 import { orderLines, serviceUnit, targetText, targetUnit, writeUnits } from "./units.ts";
 import type { CallOptions } from "./backend.ts";
 import { type BackendDeps, claimFor, SlotBackend } from "./_slot_backend.ts";
@@ -67,6 +67,10 @@ export class NspawnBackend extends SlotBackend {
     // state directories' mount points in its overlay), and an os-release,
     // without which nspawn does not take the tree for an OS.
     if (stack.root) await unpackNodeImage(slotDir, stack.root);
+    // Every directory stratum writes into below is the slot's own: a node
+    // image's link (etc/systemd/system -> /etc/systemd/system) would take
+    // the machine's units and default target onto the host.
+    for (const d of [innerUnitDir, "etc/stratum"]) await refuseLinks(slotDir, d);
     for (const d of ["usr", "etc", "proc", "sys", "dev", "run", "tmp", "var"]) {
       await ensureDir(join(slotDir, d));
     }

@@ -75,6 +75,21 @@ const stackFields = ["services", "health", "hostFiles", "state", "workloads", "r
 /** The fields a service may have. */
 const serviceFields = ["name", "exec", "after", "delegate"];
 
+/**
+ * Service names stratum's own units inside an nspawn machine take
+ * (`stratum-<name>.service`, and the machine's unit on the host): a stack's
+ * service by one of them would replace stratum's unit, or be replaced by it.
+ * `ready` and `probe` are the readiness check's and the command probe's.
+ */
+export const reservedServiceNames: readonly string[] = [
+  "end",
+  "workloads",
+  "ready",
+  "probe",
+  "machine",
+  "stack",
+];
+
 /** A bundle or slot whose stack.json cannot be used. */
 export class ErrBadStack extends Error {
   override name = "ErrBadStack";
@@ -131,6 +146,12 @@ export function parseStack(text: string, path: string): Stack {
         `${path}: services[${i}] has unknown field ${JSON.stringify(extra[0])} (known: ${
           serviceFields.join(", ")
         })`,
+      );
+    }
+    if (reservedServiceNames.includes(svc.name)) {
+      throw new ErrBadStack(
+        `${path}: service name ${JSON.stringify(svc.name)} is stratum's own ` +
+          `(stratum-${svc.name} is one of its units; reserved: ${reservedServiceNames.join(", ")})`,
       );
     }
     if (services.findIndex((t) => t.name === svc.name) !== i) {

@@ -3,7 +3,7 @@ import * as bundle from "../bundle/mod.ts";
 import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import { installBootUnit, type SelfCommand } from "./boot_unit.ts";
-import { bundlePolicy, stackOf } from "./preflight.ts";
+import { bundlePolicy, checkKernelFiles, stackOf } from "./preflight.ts";
 import { waitReady } from "./in_place_hooks.ts";
 import { appendHistory, type HistoryEvent } from "./history.ts";
 import { is, messageOf } from "../errors/mod.ts";
@@ -133,6 +133,7 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
   // Bad state entries, or a state directory that holds another node's or
   // unmarked data, are refused here, before anything changes.
   const stack = stackOf(verified, src, o.mode);
+  await checkKernelFiles(verified, src, src, stack);
   const state = await isolation.planState(paths, stack.state, await isolation.readIdentity(paths));
   const base = {
     mode: o.mode,

@@ -32,6 +32,7 @@
 
 export {
   bundlePolicy,
+  checkKernelFiles,
   ErrPreflight,
   freeSpace,
   preflight,

@@ -1,7 +1,7 @@
 import * as exec from "../exec/mod.ts";
 import { dirname, join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
-import type * as host from "../host/mod.ts";
+import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 
 /** A migration refused before anything changed: the node is as it was. */
@@ -186,7 +186,50 @@ export function stackOf(
       `${path}: "root" names ${stack.root}, which the bundle's manifest does not list`,
     );
   }
+  // A host file comes from a file of the bundle, never from a node image's
+  // entry or through its links (the prepare checks again: _slot_layout.ts).
+  for (const [hostPath, inSlot] of Object.entries(stack.hostFiles ?? {})) {
+    if (!verified.content.listed.has(inSlot)) {
+      throw new isolation.ErrBadStack(
+        `${path}: hostFiles ${
+          JSON.stringify(hostPath)
+        } names ${inSlot}, which the bundle's manifest does not list`,
+      );
+    }
+  }
   return stack;
+}
+
+/**
+ * Checks the kernel settings `stack`'s host files ask for (module names,
+ * sysctl keys: host_kernel.ts) in the verified bundle at `dir` (`named`
+ * in errors): each file is read bounded, without following a link, and
+ * must be the bytes its manifest line says. A bad line is ErrBadStack,
+ * naming it.
+ */
+export async function checkKernelFiles(
+  verified: bundle.Verified,
+  dir: string,
+  named: string,
+  stack: isolation.Stack,
+): Promise<void> {
+  for (const [hostPath, inSlot] of Object.entries(stack.hostFiles ?? {})) {
+    if (!isolation.isKernelFile(hostPath)) continue;
+    const bytes = await host.readSmallFile(join(dir, inSlot), 1 << 20).catch((err) => {
+      throw new isolation.ErrBadStack(
+        `${join(named, inSlot)}: ${err instanceof Error ? err.message : err}`,
+      );
+    });
+    if (!bytes || (await host.sha256Hex(bytes)) !== verified.content.listed.get(inSlot)) {
+      throw new isolation.ErrBadStack(
+        `${join(named, inSlot)} is not the file the bundle's manifest lists`,
+      );
+    }
+    const problem = isolation.kernelFileProblem(hostPath, new TextDecoder().decode(bytes));
+    if (problem) {
+      throw new isolation.ErrBadStack(`${join(named, inSlot)} (hostFiles ${hostPath}): ${problem}`);
+    }
+  }
 }
 
 /** What happens to one state directory of the target before it starts. */
@@ -209,6 +252,13 @@ async function planTargetState(
   const { paths } = input;
   try {
     const stack = stackOf(verified, input.bundleModeDir, input.to);
+    const installed = dirname(input.bundleModeDir) === paths.bundlesDir;
+    await checkKernelFiles(
+      verified,
+      installed ? await bundle.installedDir(input.bundleModeDir) : input.bundleModeDir,
+      input.bundleModeDir,
+      stack,
+    );
     const source = await isolation.readStack(paths.slot(input.sourceSlot)).then(
       (s) => s.state,
       () => [] as readonly string[],

@@ -89,6 +89,14 @@ for (const mode of ["host", "nspawn"] as const) {
       assertEquals(o.error?.name, "UnitError", JSON.stringify(o));
       assert(o.error.message.includes("stratum-a.target"), o.error.message);
       assert(o.error.message.includes("exit status 3"), "names the failed service and its status");
+      if (mode === "nspawn") {
+        // What failed inside the machine, and its last words, from its console.
+        assert(
+          o.error.message.includes("inside the machine: stratum-node.service (Result=exit-code") &&
+            o.error.message.includes("refusing to start (behavior=fail-start)"),
+          o.error.message,
+        );
+      }
       assertEquals([o.after.active, o.after.health], [false, "refused"]);
       assertEquals([o.destroyed.units, o.destroyed.slotExists], [[], false]);
     },

@@ -77,3 +77,36 @@ Deno.test({
     }
   },
 });
+
+Deno.test({
+  name:
+    "a stack that opens /dev/kmsg, as kubelet does, starts in nspawn mode only with the kernel-log grant",
+  ignore: nspawnUnavailable !== undefined,
+  async fn() {
+    // Invariant: without the grant the machine has no kernel log, the
+    // stand-in fails with kubelet's own error, and the install says so
+    // (exit 1, nothing left running); with it, the same stack is healthy,
+    // and the machine holds CAP_SYSLOG in its bounding set (the grant's
+    // cost) while a machine without the grant does not.
+    await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
+    const plain = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+    await makeBundle(plain, { kmsg: true });
+    await using n = await Node.fresh("nspawn");
+    const r = await n.stratum(["node", "install", "--mode", "nspawn", "--bundle", plain]);
+    await Deno.remove(plain, { recursive: true });
+    assertEquals(r.code, 1, r.stdout + r.stderr);
+    assert(r.stderr.includes("open /dev/kmsg"), r.stderr);
+
+    const granted = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
+    await makeBundle(granted, { kmsg: true, grants: ["kernel-log"] });
+    await using g = await Node.boot("nspawn", undefined, { bundleDir: granted });
+    const st = await g.stratum(["node", "status", "--json"]);
+    assertEquals(st.doc?.outcome, "healthy", st.stdout);
+    const bnd = await g.sb.sh(
+      "pid=$(systemctl show -P MainPID stratum-a-machine.service); " +
+        "c=$(cat /proc/$pid/task/$pid/children); grep '^CapBnd:' /proc/${c% }/status",
+    );
+    const capSyslog = 1n << 34n;
+    assertEquals(BigInt(`0x${/CapBnd:\s*([0-9a-f]+)/.exec(bnd)![1]}`) & capSyslog, capSyslog);
+  },
+});

@@ -96,6 +96,29 @@ for (const name of ["end", "workloads", "ready", "probe", "machine"]) {
   });
 }
 
+for (
+  const [what, mode, grants, says] of [
+    ["an unknown grant", "nspawn", ["all-caps"], '"grants" lists what the machine is given'],
+    ["a grant named twice", "nspawn", ["kernel-log", "kernel-log"], '"grants" lists'],
+    ["grants in a host-mode stack", "host", ["kernel-log"], "host mode has no machine"],
+  ] as const
+) {
+  Deno.test(`bundle verify refuses ${what}: exit 2, one line naming it`, async () => {
+    const dir = await stackBundle(mode, {
+      edit: (s) => {
+        s.grants = grants;
+      },
+    });
+    const root = await Deno.makeTempDir();
+    const r = await stratum(["bundle", "verify", dir, "--mode", mode, "--root", root]);
+    assertEquals(r.code, 2, `${r.stdout}${r.stderr}`);
+    assert(r.stderr.includes(says), r.stderr);
+    assertEquals(r.stderr.trim().split("\n").length, 1, r.stderr);
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(root, { recursive: true });
+  });
+}
+
 Deno.test({
   name:
     "a migration refuses a bad kernel line at preflight (exit 2, nothing changed); every modprobe and sysctl call ends its options with --",

@@ -28,7 +28,16 @@ export { type BackendDeps } from "./_slot_backend.ts";
 export { HostBackend } from "./host_backend.ts";
 export { NspawnBackend } from "./nspawn_backend.ts";
 export { backendFor } from "./backend_for.ts";
-export { ErrBadStack, expand, parseStack, readStack, type Service, type Stack } from "./stack.ts";
+export {
+  ErrBadStack,
+  expand,
+  type Grant,
+  grants,
+  parseStack,
+  readStack,
+  type Service,
+  type Stack,
+} from "./stack.ts";
 export { type ProbeContext, probeHealth, probeStack } from "./health.ts";
 export {
   checkState,

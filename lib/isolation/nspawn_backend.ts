@@ -100,6 +100,7 @@ export class NspawnBackend extends SlotBackend {
     await ensureDir(join(slotDir, "etc/stratum"));
     await writeInnerUnits(slotDir, stack, spec.node);
     await writeFileDurable(join(slotDir, readyCheck), readyCheckText(stack), { mode: 0o644 });
+    await writeFileDurable(join(slotDir, saidFailed), saidFailedText, { mode: 0o644 });
     // The links and mount points must survive a power cut like the rest of
     // the slot (layOut synced what it copied, not what is made here).
     await syncTree(slotDir, { dirsOnly: true });
@@ -118,6 +119,7 @@ export class NspawnBackend extends SlotBackend {
   /** The host unit that runs the slot's machine. */
   async machineText(slot: Slot, slotDir: string, stack: Stack): Promise<string> {
     const { paths } = this.deps;
+    const kernelLog = stack.grants?.includes("kernel-log") ?? false;
     const argv = [
       this.nspawn,
       "--quiet",
@@ -138,8 +140,10 @@ export class NspawnBackend extends SlotBackend {
       // (the unit's runtime directory, root's, 0700, gone when it stops).
       ...(stack.health.exec ? [`--bind=${probeDir(slot)}:${innerProbeDir}`] : []),
       "--volatile=overlay",
-      // What runc needs with the host's network (docs/nspawn.md).
-      "--capability=CAP_NET_ADMIN",
+      // What runc needs with the host's network (docs/nspawn.md), and what
+      // the stack asked for (stack.ts's grants).
+      ...(kernelLog ? ["--bind-ro=/dev/kmsg"] : []),
+      `--capability=${["CAP_NET_ADMIN", ...(kernelLog ? ["CAP_SYSLOG"] : [])].join(",")}`,
       "--system-call-filter=@keyring bpf",
       // The machine's console is the host unit's journal: only errors of
       // its boot there, and the stack's own output (see innerServiceText).
@@ -195,7 +199,9 @@ TimeoutStopSec=30
         "-u",
         machineUnit(ref.slot),
       ], { timeoutMs: 10_000, ...(opts.signal ? { signal: opts.signal } : {}) }).catch(() => "");
-      const inner = said.split("\n").filter((l) => l.startsWith(innerFailure)).slice(-8);
+      // The machine's console prefixes what its units say ("[ 12.3] sh[41]: ").
+      const inner = said.split("\n").filter((l) => l.includes(innerFailure))
+        .map((l) => l.slice(l.indexOf(innerFailure))).slice(-8);
       if (inner.length === 0) throw err;
       throw new UnitError(
         err.action,
@@ -212,6 +218,22 @@ TimeoutStopSec=30
 const readyCheck = "etc/stratum/ready-check";
 /** How the check starts the line it says for each service that is not active. */
 const innerFailure = "stratum: not active: ";
+/** The script a service of the machine runs when it stopped (ExecStopPost=), in the slot. */
+const saidFailed = "etc/stratum/said-failed";
+
+/**
+ * Says on the machine's console (the host unit's journal) why a service of
+ * the stack stopped, when it failed: its Result, exit status and last line
+ * of output. A failed service ends the machine at once (FailureAction=),
+ * before the readiness check can name it; this line is what the start's
+ * error then quotes (kubelet's "open /dev/kmsg: no such file or directory").
+ */
+const saidFailedText = `# Written by stratum: $1 is the unit that stopped.
+[ "$SERVICE_RESULT" = success ] && exit 0
+last=$(timeout 3 journalctl -q --no-pager -o cat -n 1 "_SYSTEMD_UNIT=$1" 2>/dev/null)
+echo "${innerFailure}$1 (Result=$SERVICE_RESULT, exit status $EXIT_STATUS)\${last:+: $last}"
+`;
+
 /** The machine's unit that runs the readiness check, as a service of the machine. */
 const readyUnit = "stratum-ready.service";
 
@@ -451,6 +473,7 @@ Type=notify
 NotifyAccess=main
 ${s.delegate ? "Delegate=yes\n" : ""}WorkingDirectory=/
 ExecStart=${expand(s.exec, "", node).map(quoteExecArg).join(" ")}
+ExecStopPost=/bin/sh /${saidFailed} %n
 # Also on the machine's console: the host's journal of the machine's unit.
 StandardOutput=journal+console
 StandardError=journal+console

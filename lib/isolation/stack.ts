@@ -49,7 +49,29 @@ export interface Stack {
    * machine borrows the host's /usr read-only.
    */
   readonly root?: string;
+  /**
+   * nspawn mode only: what the machine is given beyond its defaults, from a
+   * closed vocabulary (grants). Each widens what root in the machine can
+   * do to the host, so a stack asks for what it needs and nothing is given
+   * to every machine.
+   */
+  readonly grants?: readonly Grant[];
 }
+
+/**
+ * What an nspawn-mode stack may ask its machine to be given:
+ *
+ * - `kernel-log`: `/dev/kmsg` bound read-only and CAP_SYSLOG. kubelet's
+ *   OOM watcher reads the kernel log and kubelet will not start without it
+ *   (`failed to create kubelet: open /dev/kmsg: no such file or
+ *   directory`); reading it needs CAP_SYSLOG where `kernel.dmesg_restrict`
+ *   is 1 (Debian's default). Cost: root in the machine reads the host's
+ *   kernel log, and CAP_SYSLOG also lets it clear the ring buffer and see
+ *   kernel addresses in /proc that `kptr_restrict=1` hides.
+ */
+export type Grant = "kernel-log";
+/** Every grant a stack may name. */
+export const grants: readonly Grant[] = ["kernel-log"];
 
 /** One service of a stack: a process stratum runs and systemd supervises. */
 export interface Service {
@@ -71,7 +93,7 @@ export interface Service {
 }
 
 /** The fields a stack.json may have: any other is a typo that must not pass silently. */
-const stackFields = ["services", "health", "hostFiles", "state", "workloads", "root"];
+const stackFields = ["services", "health", "hostFiles", "state", "workloads", "root", "grants"];
 /** The fields a service may have. */
 const serviceFields = ["name", "exec", "after", "delegate"];
 
@@ -245,6 +267,16 @@ export function parseStack(text: string, path: string): Stack {
       }`,
     );
   }
+  const asked = o.grants;
+  if (
+    asked !== undefined &&
+    (!Array.isArray(asked) || !asked.every((g) => grants.includes(g)) ||
+      new Set(asked).size !== asked.length)
+  ) {
+    throw new ErrBadStack(
+      `${path}: "grants" lists what the machine is given, each once, from: ${grants.join(", ")}`,
+    );
+  }
   return {
     services: services.map((s) => ({
       name: s.name,
@@ -257,6 +289,7 @@ export function parseStack(text: string, path: string): Stack {
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
     ...(Array.isArray(workloads) && workloads.length ? { workloads: workloads as string[] } : {}),
     ...(typeof root === "string" ? { root } : {}),
+    ...(Array.isArray(asked) && asked.length ? { grants: asked as Grant[] } : {}),
   };
 }
 

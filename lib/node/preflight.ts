@@ -181,6 +181,11 @@ export function stackOf(
       `${path}: "root" (a node image) is for nspawn mode; ${mode} mode runs the host's userland`,
     );
   }
+  if (stack.grants !== undefined && mode !== undefined && mode !== "nspawn") {
+    throw new isolation.ErrBadStack(
+      `${path}: "grants" are what an nspawn machine is given; ${mode} mode has no machine`,
+    );
+  }
   if (stack.root !== undefined && !verified.content.listed.has(stack.root)) {
     throw new isolation.ErrBadStack(
       `${path}: "root" names ${stack.root}, which the bundle's manifest does not list`,

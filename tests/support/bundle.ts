@@ -45,6 +45,16 @@ if plant:
     os.chmod("/bin/sh.tmp", 0o755)
     os.rename("/bin/sh.tmp", "/bin/sh")
 
+# --kmsg=open: what kubelet does first (its OOM watcher): open the kernel
+# log, and fail with kubelet's own words when it cannot (an nspawn machine
+# without the kernel-log grant has no /dev/kmsg).
+if opts.get("kmsg") == "open":
+    try:
+        open("/dev/kmsg", "rb").close()
+    except OSError as e:
+        print("failed to run Kubelet: failed to create kubelet: open /dev/kmsg: %s" % e.strerror.lower(), file=sys.stderr)
+        sys.exit(1)
+
 # The node's data: a start counter in the state directory, written durably.
 state = opts.get("state")
 counter = opts.get("counter", "starts")
@@ -117,6 +127,10 @@ export async function makeBundle(
     healthExec?: string[];
     /** nspawn mode's stack plants its own /bin/sh, logging to this file (stack.py's --plant). */
     plant?: string;
+    /** The stack opens /dev/kmsg at start, as kubelet does (stack.py's --kmsg=open). */
+    kmsg?: boolean;
+    /** nspawn mode's stack.json `grants`. */
+    grants?: string[];
   } = {},
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
@@ -134,6 +148,7 @@ export async function makeBundle(
         ...(opts.stateless ? [] : [`--state=${stackState}`, `--counter=starts-${name}`]),
         ...(opts.release ? [`--release=${opts.release}`] : []),
         ...(opts.plant && mode === "nspawn" ? [`--plant=${opts.plant}`] : []),
+        ...(opts.kmsg ? ["--kmsg=open"] : []),
       ],
     });
     await writeMode(join(dir, mode), {
@@ -154,6 +169,7 @@ export async function makeBundle(
           },
           hostFiles: { "/etc/sysctl.d/90-stratum.conf": "host-files/90-stratum.conf" },
           ...(opts.stateless ? {} : { state: [stackState] }),
+          ...(opts.grants && mode === "nspawn" ? { grants: opts.grants } : {}),
         },
         null,
         2,

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import * as node from "../lib/node/mod.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable } from "./support/sandbox.ts";
+import { stackState } from "./support/bundle.ts";
 import { Node } from "./support/sandbox_node.ts";
 
 if (nspawnUnavailable) console.error(`node install tests are skipped: ${nspawnUnavailable}`);
@@ -211,5 +212,65 @@ systemctl daemon-reload`);
     // Slot a is built again, and the drop-in applies to its unit again.
     const env = await n.sb.sh("systemctl show -P Environment stratum-a-node.service");
     assert(env.includes("OPERATOR_SET=1"), env);
+  },
+});
+
+Deno.test({
+  name:
+    "node install adopts provisioned state only when asked (--adopt-state), changing nothing in it",
+  ignore,
+  async fn() {
+    // Invariant: a state directory that holds data before the first install
+    // (a kubelet's kubeconfig, as cloud-init or kubeadm join writes it) is
+    // refused with exit 2 and one line naming --adopt-state, nothing on the
+    // node changed; with --adopt-state DIR the install succeeds, the
+    // provisioned file is byte for byte and mtime for mtime what it was, and
+    // the directory is the node's from then on (a move to the other mode
+    // and back uses it as the node's data).
+    await using n = await Node.fresh("nspawn");
+    const dir = stackState;
+    const cred = `${dir}/kubelet.conf`;
+    await n.sb.sh(
+      `mkdir -p ${dir} && printf 'apiVersion: v1\\nkind: Config\\n' > ${cred} && touch -d @1700000000 ${cred}`,
+    );
+    const before = await n.sb.sh(`sha256sum ${cred}; stat -c %Y ${cred}`);
+    const install = (more: string[]) =>
+      n.stratum([
+        "node",
+        "install",
+        "--mode",
+        "nspawn",
+        "--bundle",
+        n.bundle,
+        "--node",
+        "node-1",
+        "--json",
+        ...more,
+      ]);
+    const refused = await install([]);
+    assertEquals(refused.code, 2, refused.stdout + refused.stderr);
+    assert(refused.doc.message.includes(`--adopt-state ${dir}`), refused.doc.message);
+    assertEquals(refused.stderr.trim().split("\n").length, 1, refused.stderr);
+    const s0 = await n.state();
+    assertEquals(
+      [s0.node, s0.active],
+      [undefined, { a: false, b: false }],
+      "the refusal changed nothing",
+    );
+
+    const stray = await install(["--adopt-state", "/var/lib/not-a-state-dir"]);
+    assertEquals(stray.code, 2, stray.stdout + stray.stderr);
+    assert(stray.doc.message.includes("not a state directory"), stray.doc.message);
+
+    const adopted = await install(["--adopt-state", dir]);
+    assertEquals(adopted.code, 0, adopted.stdout + adopted.stderr);
+    await assertInstalled(n, "nspawn", "adopted");
+    assertEquals(await n.sb.sh(`sha256sum ${cred}; stat -c %Y ${cred}`), before);
+    for (const to of ["host", "nspawn"]) {
+      const m = await n.stratum(["migrate", "run", "--to", to, "--bundle", n.bundle, "--json"]);
+      assertEquals([m.code, m.doc?.outcome], [0, "complete"], m.stdout + m.stderr);
+      assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+    }
+    assertEquals(await n.sb.sh(`sha256sum ${cred}; stat -c %Y ${cred}`), before);
   },
 });

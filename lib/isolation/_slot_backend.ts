@@ -70,5 +70,5 @@ export abstract class SlotBackend implements Backend {
 export async function claimFor(paths: HostPaths, spec: NodeSpec, stack: Stack): Promise<void> {
   const claim = stack.state.filter((p) => spec.claim?.includes(p));
   if (claim.length === 0) return;
-  await claimState(paths, claim, await ensureIdentity(paths, spec.node));
+  await claimState(paths, claim, await ensureIdentity(paths, spec.node), spec.adopt ?? []);
 }

@@ -43,4 +43,9 @@ export interface NodeSpec {
    * data, or the stack will not start.
    */
   readonly claim?: readonly string[];
+  /**
+   * Of `claim`, the directories that hold data the operator said is this
+   * node's (`node install --adopt-state`): marked, nothing else changed.
+   */
+  readonly adopt?: readonly string[];
 }

@@ -150,8 +150,9 @@ export async function planState(
   paths: HostPaths,
   state: readonly string[],
   identity: NodeIdentity | undefined,
-): Promise<{ path: string; action: "ok" | "create" | "claim-empty" }[]> {
-  const out: { path: string; action: "ok" | "create" | "claim-empty" }[] = [];
+  adopt: readonly string[] = [],
+): Promise<{ path: string; action: "ok" | "create" | "claim-empty" | "adopt" }[]> {
+  const out: { path: string; action: "ok" | "create" | "claim-empty" | "adopt" }[] = [];
   for (const p of state) {
     await checkNoLinks(paths, p);
     const dir = paths.at(p);
@@ -165,12 +166,16 @@ export async function planState(
     if (!marker) {
       // An empty directory (a fresh mount point) is claimed; one with data
       // in it is somebody's, and stratum does not adopt it silently.
+      // The operator may say it is this node's (what cloud-init or kubeadm
+      // join provisioned: a kubelet's credentials): adopted as it is.
       if (await isEmpty(dir)) out.push({ path: p, action: "claim-empty" });
+      else if (adopt.includes(p)) out.push({ path: p, action: "adopt" });
       else {
         throw new ErrState(
           p,
-          `State directory ${p} holds data stratum did not mark as this node's: ` +
-            "move it away or empty it before installing",
+          `State directory ${p} holds data stratum did not mark as this node's: if it is this ` +
+            `node's (provisioned before the first install), install with --adopt-state ${p}; ` +
+            "else move it away or empty it",
         );
       }
       continue;
@@ -183,15 +188,18 @@ export async function planState(
 
 /**
  * Makes absent state directories (mode 0700) and marks them, and empty
- * unmarked ones, as this node's data. Marked ones are left alone; anything
- * else is refused by {@linkcode planState} before any is touched.
+ * unmarked ones, and those in `adopt`, as this node's data: an adopted
+ * directory gets the marker and nothing else of it changes. Marked ones
+ * are left alone; anything else is refused by {@linkcode planState}
+ * before any is touched.
  */
 export async function claimState(
   paths: HostPaths,
   state: readonly string[],
   identity: NodeIdentity,
+  adopt: readonly string[] = [],
 ): Promise<void> {
-  for (const { path, action } of await planState(paths, state, identity)) {
+  for (const { path, action } of await planState(paths, state, identity, adopt)) {
     if (action === "ok") continue;
     const dir = paths.at(path);
     if (action === "create") {

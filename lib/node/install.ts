@@ -32,6 +32,12 @@ export interface InstallOptions {
   readonly signal?: AbortSignal;
   /** Progress lines for the operator (stderr). */
   readonly log?: (line: string) => void;
+  /**
+   * State directories that already hold this node's data (what cloud-init
+   * or `kubeadm join` provisioned), adopted as they are by a first install.
+   * Each must be one of the stack's state directories.
+   */
+  readonly adoptState?: readonly string[];
   /** Called after each step of a first install (tests crash the process there). */
   readonly afterStep?: (step: InstallStep) => Promise<void>;
 }
@@ -134,7 +140,21 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
   // unmarked data, are refused here, before anything changes.
   const stack = stackOf(verified, src, o.mode);
   await checkKernelFiles(verified, src, src, stack);
-  const state = await isolation.planState(paths, stack.state, await isolation.readIdentity(paths));
+  const adopt = o.adoptState ?? [];
+  const stray = adopt.find((p) => !stack.state.includes(p));
+  if (stray !== undefined) {
+    throw new isolation.ErrBadStack(
+      `--adopt-state ${stray} is not a state directory of this bundle's ${o.mode} stack (${
+        stack.state.join(", ") || "it declares none"
+      })`,
+    );
+  }
+  const state = await isolation.planState(
+    paths,
+    stack.state,
+    await isolation.readIdentity(paths),
+    adopt,
+  );
   const base = {
     mode: o.mode,
     bundleDigest: digest,
@@ -194,12 +214,16 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
     await bundle.promoteBundle(paths.bundle(o.mode));
   }
   await after("bundle-installed");
+  for (const p of state.filter((p) => p.action === "adopt")) {
+    log(`state: adopting ${p.path} as this node's data (nothing in it is changed)`);
+  }
   log(`slot a: building the ${o.mode} stack`);
   await backend.prepare({
     slot: "a",
     node: o.node,
     bundleDir: paths.bundle(o.mode),
     claim: state.filter((p) => p.action !== "ok").map((p) => p.path),
+    adopt: state.filter((p) => p.action === "adopt").map((p) => p.path),
   }, { signal });
   await after("prepared");
   log(`slot a: starting ${isolation.targetUnit("a")}`);

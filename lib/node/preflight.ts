@@ -279,7 +279,8 @@ async function planTargetState(
           }: the target would start without the node's data`,
         );
       }
-      return { path, action: action === "ok" ? "keep" : action };
+      // Nothing is adopted here (no list given): only node install adopts.
+      return { path, action: action === "ok" ? "keep" : action as "create" | "claim-empty" };
     });
   } catch (err) {
     if (err instanceof isolation.ErrBadStack || err instanceof isolation.ErrState) {

@@ -18,6 +18,7 @@ interface InstallFlags {
   node?: string;
   root: string;
   requireSignature?: boolean;
+  adoptState: string[];
   waitReady: string;
   waitLock: string;
   json?: boolean;
@@ -36,6 +37,13 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
     .option("--node <name>", "the node's name (default: this host's name)")
     .option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
     .option("--require-signature", "refuse an unsigned bundle even when no key is trusted")
+    .option(
+      "--adopt-state <dir>",
+      "a state directory of the stack that already holds this node's data (what cloud-init or " +
+        "kubeadm join provisioned): adopted as it is; repeat for each",
+      (v: string, all: string[]) => [...all, v],
+      [] as string[],
+    )
     .option("--wait-ready <duration>", "how long the stack may take to become healthy", "2m")
     .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
     .addOption(jsonOption())
@@ -46,6 +54,9 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
         "`stratum migrate run`). A failure part-way exits 1 and leaves the node retryable: run\n" +
         "the same command again. /etc/stratum/node.json is written only once the stack is\n" +
         "healthy; an install that died before that is redone from the start.\n" +
+        "\nA state directory of the stack that already holds data (a kubelet's credentials that\n" +
+        "cloud-init or kubeadm join wrote) is refused unless named with --adopt-state DIR: it is\n" +
+        "then marked as this node's, and nothing in it is changed or copied.\n" +
         "\nExit codes: 0 installed or already installed, 1 failed (retry it), 2 bad input or\n" +
         "refused (nothing changed), 3 node.json or the journal cannot be read, 75 a migration\n" +
         "holds the lock, 130/143 interrupted.\n" +
@@ -86,6 +97,7 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
           self: deps.selfCommand,
           waitReadyMs,
           ...(opts.requireSignature ? { requireSignature: true } : {}),
+          ...(opts.adoptState.length ? { adoptState: opts.adoptState } : {}),
           lock: lockOptions(out, `stratum node install --mode ${mode}`, waitLockMs),
           signal: deps.interrupted,
           log: (l) => out.log(l),

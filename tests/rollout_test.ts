@@ -542,10 +542,16 @@ for (const which of ["probe", "restart"] as const) {
         "local-path provisioner: ok",
         "dashboard: ok",
       ]);
+      const err = results[1]!.err as rollout.ProbeError | rollout.RestartError;
       assert(
-        is(results[1]!.err, which === "probe" ? rollout.ProbeError : rollout.RestartError),
-        String(results[1]!.err),
+        is(err, which === "probe" ? rollout.ProbeError : rollout.RestartError),
+        String(err),
       );
+      // What the operator reads: the call that hung, its deadline, and the
+      // call-timeout remedy (not "the apiserver could not be reached").
+      assert(err.cause instanceof kube.ErrCallTimeout, String(err.cause));
+      assert(err.message.includes("no answer after 1500ms, killed"), err.message);
+      assert(err.hint?.includes("--call-timeout"), err.hint);
       const call = log.find((l) =>
         l.args.startsWith(
           which === "probe" ? "get deploy/coredns" : "rollout restart deploy/coredns",

@@ -677,6 +677,13 @@ Deno.test({
       coredns.error instanceof rollout.InterruptedError && !coredns.error.restarted,
       String(coredns.error),
     );
+    // The PATCH may have reached the apiserver before the kill: the operator
+    // is told so, and the killed kubectl call is the cause.
+    assert(
+      coredns.error.message.includes("restart stopped; it may or may not have been applied"),
+      coredns.error.message,
+    );
+    assert(coredns.error.cause instanceof kube.ErrCallInterrupted, String(coredns.error.cause));
     for (const r of [results[0]!, results[2]!, results[3]!]) {
       for (const t of r.targets) {
         assertEquals(t.state, "interrupted", t.target);

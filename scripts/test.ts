@@ -44,6 +44,13 @@ const perms = [
   "--allow-sys",
 ];
 const files = Deno.args.length > 0 ? Deno.args : ["tests/"];
+// One unpack cache of the artifact for every test file of this run, under
+// .test-tmp (the sandboxes see the checkout, not /tmp), removed after it
+// with .test-tmp itself when nothing else is left there.
+const testTmp = join(root, ".test-tmp");
+await Deno.mkdir(testTmp, { recursive: true });
+const cacheDir = await Deno.makeTempDir({ dir: testTmp, prefix: "stratum-cache-" });
+env.STRATUM_TEST_CACHE = join(cacheDir, "cache");
 // Two test files at a time (one per core): most of a sandbox test's time is
 // systemd, a stack starting and a VM booting, not this process. Every test
 // file is independent (its own namespaces, ports, scratch directories).
@@ -53,4 +60,6 @@ const t = await new Deno.Command(Deno.execPath(), {
   stdin: "null",
   env,
 }).spawn().status;
+await Deno.remove(cacheDir, { recursive: true });
+await Deno.remove(testTmp).catch(() => {}); // not empty: the CI check names what is left
 Deno.exit(t.code);

@@ -25,8 +25,7 @@ if (why) console.error(`ansible tests are skipped: ${why}`);
 /** The executable the playbook runs on each node: the artifact, or a wrapper running the checkout. */
 async function stratumExecutable(): Promise<string> {
   if (stratumBin) return stratumBin;
-  await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
-  const wrapper = join(repoRoot, ".test-tmp", "stratum-checkout.sh");
+  const wrapper = join(await scratchDir("ansible-"), "stratum-checkout.sh");
   await Deno.writeTextFile(
     wrapper,
     `#!/bin/sh\nexec ${Deno.execPath()} run -A ${join(repoRoot, "main.ts")} "$@"\n`,

@@ -12,7 +12,7 @@ import { assert, assertEquals } from "./support/assert.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { nspawnUnavailable, repoRoot } from "./support/sandbox.ts";
 import { Node } from "./support/sandbox_node.ts";
-import { stratumBin } from "./support/stratum_bin.ts";
+import { stratumBin, stratumCache } from "./support/stratum_bin.ts";
 
 const why = stratumBin ? undefined : "STRATUM_BIN is not set (CI builds the artifact and sets it)";
 if (why) console.error(`artifact tests are skipped: ${why}`);
@@ -116,7 +116,7 @@ Deno.test({
     const r = await n.sb.exec([
       "env",
       "-i",
-      `STRATUM_CACHE=${join(repoRoot, ".test-tmp/stratum-cache")}`,
+      `STRATUM_CACHE=${stratumCache()}`,
       stratumBin!,
       "migrate",
       "run",

@@ -177,22 +177,35 @@ const elsewhere = new Map([
   ],
 ]);
 
+/**
+ * A directory holding `stratum`, a shim that runs the program under test
+ * (the artifact, or the checkout): put first on PATH, a documented line
+ * runs the command as written. Made once, in the system's temporary
+ * directory (never in the checkout), removed when this module ends.
+ */
+let shimDir: string | undefined;
+async function shim(): Promise<string> {
+  if (shimDir) return shimDir;
+  const { stratumArgv, stratumEnv } = await import("./support/stratum_bin.ts");
+  const dir = await Deno.makeTempDir({ prefix: "stratum-docs-shim-" });
+  globalThis.addEventListener("unload", () => Deno.removeSync(dir, { recursive: true }));
+  const env = Object.entries(stratumEnv()).map(([k, v]) => `export ${k}='${v}'\n`).join("");
+  await Deno.writeTextFile(
+    join(dir, "stratum"),
+    `#!/bin/sh\n${env}exec ${stratumArgv([]).map((a) => `'${a}'`).join(" ")} "$@"\n`,
+    { mode: 0o755 },
+  );
+  return shimDir = dir;
+}
+
 /** Runs a documented sh line in `cwd`, with the substitutions, through sh as a reader would. */
 async function sh(line: string, cwd: string, subst: [string, string][], env = {}) {
   let l = line;
   for (const [from, to] of subst) l = l.replaceAll(from, to);
-  const bin = (await import("./support/stratum_bin.ts")).stratumArgv([]);
-  const shim = join(cwd, ".bin");
-  await Deno.mkdir(shim, { recursive: true });
-  await Deno.writeTextFile(
-    join(shim, "stratum"),
-    `#!/bin/sh\nexec ${bin.map((a) => `'${a}'`).join(" ")} "$@"\n`,
-  );
-  await Deno.chmod(join(shim, "stratum"), 0o755);
   const o = await new Deno.Command("sh", {
     args: ["-c", l],
     cwd,
-    env: { ...env, NO_COLOR: "1", PATH: `${shim}:${Deno.env.get("PATH")}` },
+    env: { ...env, NO_COLOR: "1", PATH: `${await shim()}:${Deno.env.get("PATH")}` },
     stdin: "null",
   }).output();
   return {

@@ -542,10 +542,16 @@ for (const which of ["probe", "restart"] as const) {
         "local-path provisioner: ok",
         "dashboard: ok",
       ]);
+      const err = results[1]!.err as rollout.ProbeError | rollout.RestartError;
       assert(
-        is(results[1]!.err, which === "probe" ? rollout.ProbeError : rollout.RestartError),
-        String(results[1]!.err),
+        is(err, which === "probe" ? rollout.ProbeError : rollout.RestartError),
+        String(err),
       );
+      // What the operator reads: the call that hung, its deadline, and the
+      // call-timeout remedy (not "the apiserver could not be reached").
+      assert(err.cause instanceof kube.ErrCallTimeout, String(err.cause));
+      assert(err.message.includes("no answer after 1500ms, killed"), err.message);
+      assert(err.hint?.includes("--call-timeout"), err.hint);
       const call = log.find((l) =>
         l.args.startsWith(
           which === "probe" ? "get deploy/coredns" : "rollout restart deploy/coredns",
@@ -671,6 +677,13 @@ Deno.test({
       coredns.error instanceof rollout.InterruptedError && !coredns.error.restarted,
       String(coredns.error),
     );
+    // The PATCH may have reached the apiserver before the kill: the operator
+    // is told so, and the killed kubectl call is the cause.
+    assert(
+      coredns.error.message.includes("restart stopped; it may or may not have been applied"),
+      coredns.error.message,
+    );
+    assert(coredns.error.cause instanceof kube.ErrCallInterrupted, String(coredns.error.cause));
     for (const r of [results[0]!, results[2]!, results[3]!]) {
       for (const t of r.targets) {
         assertEquals(t.state, "interrupted", t.target);

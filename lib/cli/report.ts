@@ -222,3 +222,22 @@ export function report(
   );
   return o.exitCode;
 }
+
+/**
+ * Reports a command refused before it changed anything (exit 2): the
+ * error line, then the document with no journal.
+ */
+export function reportRefused(
+  out: Output,
+  command: string,
+  message: string,
+  nextAction: string,
+  group = "migrate",
+): number {
+  out.error(`${group} ${command}: refused: ${message}`);
+  out.result(
+    { command, outcome: "refused", exitCode: ExitUsage, message, nextAction, journal: null },
+    () => [`${command}: refused`, `message: ${message}`],
+  );
+  return ExitUsage;
+}

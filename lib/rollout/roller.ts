@@ -56,7 +56,13 @@ export interface RollerOptions {
   readonly kubectl: kube.Kubectl;
   /** The command line an operator runs by hand against the same apiserver, for args. */
   readonly commandLine: (args: string) => string;
-  /** Bounds one discovery or restart call, in ms. */
+  /**
+   * Bounds one discovery or restart call, in ms: the call is killed at it.
+   * kubectl gets no `--request-timeout`: at the same deadline it adds nothing,
+   * and when it fires first its error ("Unable to connect to the server:
+   * context deadline exceeded") names neither the request nor the deadline and
+   * reads as an unreachable apiserver (docs/kubectl-wire.md).
+   */
   readonly callTimeout: number;
   /** How long restart waits for all the rollouts it started, in total, in ms. */
   readonly wait: number;
@@ -183,7 +189,6 @@ export class Roller {
       "--ignore-not-found",
       "-o",
       "name",
-      ...this.#requestTimeout(),
     ];
     let out: string;
     try {
@@ -231,7 +236,7 @@ export class Roller {
     w: Workload,
     target: string,
   ): Promise<RestartError | InterruptedError | undefined> {
-    const args = ["rollout", "restart", target, "-n", w.namespace, ...this.#requestTimeout()];
+    const args = ["rollout", "restart", target, "-n", w.namespace];
     for (let attempt = 0;; attempt++) {
       try {
         await this.kubectl(args, { timeout: this.callTimeout, signal: this.#signal });
@@ -343,9 +348,5 @@ export class Roller {
       const timer = setTimeout(() => done(true), ms);
       signal?.addEventListener("abort", onAbort);
     });
-  }
-
-  #requestTimeout(): string[] {
-    return [`--request-timeout=${kube.durationFlag(this.callTimeout)}`];
   }
 }

@@ -1,79 +1,34 @@
 import type { Command } from "commander";
-import { Option } from "commander";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
-import { parseDuration } from "../duration.ts";
-import { ErrUsage, ExitOK, ExitUsage } from "../exit.ts";
+import { ExitOK, ExitUsage } from "../exit.ts";
 import type { Deps } from "../deps.ts";
-import {
-  checkMode,
-  checkStrategy,
-  type Common,
-  common,
-  rootPaths,
-  strategyOption,
-  toOption,
-} from "../flags.ts";
+import { rootPaths } from "../flags.ts";
 import type { Context } from "../program.ts";
+import { checkTarget, targetCommand, type TargetFlags } from "./target.ts";
 
 /** `stratum migrate plan`. */
 export function planCommand(group: Command, ctx: Context, _deps: Deps): void {
-  common(group.command("plan"))
+  targetCommand(group.command("plan"))
     .description(
       "check the target's requirements and the bundle, and print each step, what it changes and how it is undone; changes nothing",
     )
-    .addOption(toOption())
-    .addOption(strategyOption())
-    .option(
-      "--bundle <dir>",
-      "bundle directory with one subdirectory per mode (default: the installed copy)",
-    )
-    .option(
-      "--require-signature",
-      "refuse an unsigned bundle even when no key is trusted (/etc/stratum/trust/*.pem)",
-    )
-    .option(
-      "--allow-downgrade",
-      "accept a bundle older (BUNDLE.json's version) than the one this node runs",
-    )
-    .addOption(
-      new Option("--wait-ready <duration>", "how long the target may take to become healthy")
-        .default("2m"),
-    )
-    .option(
-      "--wipe-state",
-      "with --strategy reprovision: the reset empties the node's state directories (the plan checks the wipe can finish)",
-    )
     .action(
-      async (
-        opts: Common & {
-          to: string;
-          strategy: string;
-          bundle?: string;
-          requireSignature?: boolean;
-          allowDowngrade?: boolean;
-          wipeState?: boolean;
-          waitReady: string;
-        },
-      ) => {
+      async (opts: TargetFlags) => {
         const out = ctx.output(opts);
-        const to = checkMode(opts.to);
-        const strategy = checkStrategy(opts.strategy);
-        if (opts.wipeState && strategy !== migrate.StrategyReprovision) {
-          throw new ErrUsage("--wipe-state goes with --strategy reprovision only");
-        }
-        const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
+        const t = checkTarget(opts);
+        const { to, strategy } = t;
         const paths = await rootPaths(opts.root);
         const p = await node.planMigration({
           paths,
           to,
           strategy,
-          ...(opts.bundle ? { bundle: opts.bundle } : {}),
-          ...(opts.requireSignature ? { requireSignature: true } : {}),
-          ...(opts.allowDowngrade ? { allowDowngrade: true } : {}),
-          ...(opts.wipeState ? { wipeState: true } : {}),
-          waitReadyMs,
+          ...(t.bundle ? { bundle: t.bundle } : {}),
+          ...(t.requireSignature ? { requireSignature: true } : {}),
+          ...(t.allowDowngrade ? { allowDowngrade: true } : {}),
+          ...(t.wipeState ? { wipeState: true } : {}),
+          waitReadyMs: t.waitReadyMs,
         });
         const { current, steps, refused, checked } = p;
         for (const w of checked?.warnings ?? []) out.log(`warning: ${w}`);

@@ -1,23 +1,20 @@
 import type { Command } from "commander";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
-import { parseDuration } from "../duration.ts";
-import { lockOptions, rootPaths } from "../flags.ts";
-import { type Context, jsonOption } from "../program.ts";
+import type { Context } from "../program.ts";
 import { outcomeOf, report } from "../report.ts";
+import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
 
 /** `stratum node rollback`: parses flags, calls node.rollback, reports. */
 export function rollbackCommand(group: Command, ctx: Context, deps: Deps): void {
-  group.command("rollback")
+  slotChangeOptions(group.command("rollback"), {
+    requireSignature: "refuse the kept release unsigned even when no key is trusted",
+    waitReady: "how long the kept release may take to become healthy",
+  })
     .description(
       "go back to the release the last upgrade replaced (kept on the node), A/B through the " +
         "other slot with the same journal, rollback, resume and boot path as an upgrade",
     )
-    .option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
-    .option("--require-signature", "refuse the kept release unsigned even when no key is trusted")
-    .option("--wait-ready <duration>", "how long the kept release may take to become healthy", "2m")
-    .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
-    .addOption(jsonOption())
     .addHelpText(
       "after",
       "\nWhen stratum node upgrade completes, the release it replaced is kept (one, per mode).\n" +
@@ -31,33 +28,11 @@ export function rollbackCommand(group: Command, ctx: Context, deps: Deps): void 
         "running release runs again), 2 nothing kept or refused, 3 needs attention, 75 busy.\n" +
         "\nExample:\n  stratum node rollback --json",
     )
-    .action(
-      async (
-        opts: {
-          root: string;
-          requireSignature?: boolean;
-          waitReady: string;
-          waitLock: string;
-          json?: boolean;
-        },
-      ) => {
-        const out = ctx.output(opts);
-        const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
-        const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
-        const paths = await rootPaths(opts.root);
-        const r = await node.rollback({
-          paths,
-          systemctl: deps.systemctl(),
-          requireSignature: opts.requireSignature === true,
-          waitReadyMs,
-          lock: lockOptions(out, "stratum node rollback", waitLockMs),
-          self: deps.selfCommand,
-          signal: deps.interrupted,
-          log: (l) => out.log(l),
-          failpoint: deps.failpoint,
-          killSelf: deps.killSelf,
-        });
-        ctx.exitCode = report(out, "rollback", outcomeOf(r.journal, r.result), r.journal, "node");
-      },
-    );
+    .action(async (opts: SlotChangeFlags) => {
+      const out = ctx.output(opts);
+      const r = await node.rollback(
+        await slotChangeArgs(opts, out, deps, "stratum node rollback"),
+      );
+      ctx.exitCode = report(out, "rollback", outcomeOf(r.journal, r.result), r.journal, "node");
+    });
 }

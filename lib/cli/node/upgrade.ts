@@ -2,29 +2,33 @@ import type { Command } from "commander";
 import * as bundle from "../../bundle/mod.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
-import { parseDuration } from "../duration.ts";
-import { ErrUsage, ExitOK, ExitUsage } from "../exit.ts";
-import { isDir, lockOptions, rootPaths } from "../flags.ts";
-import { type Context, jsonOption } from "../program.ts";
-import { outcomeOf, report } from "../report.ts";
+import { ErrUsage, ExitOK } from "../exit.ts";
+import { isDir } from "../flags.ts";
+import type { Context } from "../program.ts";
+import { outcomeOf, report, reportRefused } from "../report.ts";
+import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
 
 /** `stratum node upgrade`: parses flags, calls node.upgrade, reports. */
 export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
-  group.command("upgrade")
-    .description(
-      "upgrade this node's stack to a new bundle in the mode it runs in, A/B through the other " +
-        "slot, with the same write-ahead journal, rollback, resume and boot path as a mode change",
-    )
-    .requiredOption("--bundle <dir>", "the new bundle: a directory with one subdirectory per mode")
-    .option("--root <dir>", "prefix for every host path (tests use a scratch tree)", "/")
-    .option("--require-signature", "refuse an unsigned bundle even when no key is trusted")
+  slotChangeOptions(
+    group.command("upgrade")
+      .requiredOption(
+        "--bundle <dir>",
+        "the new bundle: a directory with one subdirectory per mode",
+      ),
+    {
+      requireSignature: "refuse an unsigned bundle even when no key is trusted",
+      waitReady: "how long the new stack may take to become healthy",
+    },
+  )
     .option(
       "--allow-downgrade",
       "accept a bundle older (BUNDLE.json's version) than the one this node runs",
     )
-    .option("--wait-ready <duration>", "how long the new stack may take to become healthy", "2m")
-    .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
-    .addOption(jsonOption())
+    .description(
+      "upgrade this node's stack to a new bundle in the mode it runs in, A/B through the other " +
+        "slot, with the same write-ahead journal, rollback, resume and boot path as a mode change",
+    )
     .addHelpText(
       "after",
       "\nThe new stack is built in the slot the node does not run, started once the running one\n" +
@@ -38,75 +42,46 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
         "3 needs attention, 75 a migration holds the lock.\n" +
         "\nExample:\n  stratum node upgrade --bundle /srv/stratum-bundle-1.2 --json",
     )
-    .action(
-      async (
-        opts: {
-          bundle: string;
-          root: string;
-          requireSignature?: boolean;
-          allowDowngrade?: boolean;
-          waitReady: string;
-          waitLock: string;
-          json?: boolean;
-        },
-      ) => {
-        const out = ctx.output(opts);
-        const waitReadyMs = parseDuration("--wait-ready", opts.waitReady);
-        const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
-        if (!(await isDir(opts.bundle))) {
-          throw new ErrUsage(`--bundle ${opts.bundle} is not a directory`);
-        }
-        const paths = await rootPaths(opts.root);
-        let r: node.Upgraded;
-        try {
-          r = await node.upgrade({
-            paths,
-            systemctl: deps.systemctl(),
-            bundle: opts.bundle,
-            requireSignature: opts.requireSignature === true,
-            allowDowngrade: opts.allowDowngrade === true,
-            waitReadyMs,
-            lock: lockOptions(out, "stratum node upgrade", waitLockMs),
-            self: deps.selfCommand,
-            signal: deps.interrupted,
-            log: (l) => out.log(l),
-            failpoint: deps.failpoint,
-            killSelf: deps.killSelf,
-          });
-        } catch (err) {
-          if (!(err instanceof bundle.BundleError)) throw err;
-          out.error(`node upgrade: refused: ${err.message}`);
-          out.result(
-            {
-              command: "upgrade",
-              outcome: "refused",
-              exitCode: ExitUsage,
-              message: err.message,
-              nextAction: "nothing was changed; see the message",
-              journal: null,
-            },
-            () => [`upgrade: refused`, `message: ${err.message}`],
-          );
-          ctx.exitCode = ExitUsage;
-          return;
-        }
-        if (r.alreadyInstalled) {
-          out.result(
-            {
-              command: "upgrade",
-              outcome: "already-installed",
-              exitCode: ExitOK,
-              mode: r.mode,
-              bundle: { digest: r.digest },
-              nextAction: "none",
-              journal: null,
-            },
-            () => [`upgrade: already-installed (bundle ${r.digest} runs); nothing changed`],
-          );
-          ctx.exitCode = ExitOK;
-          return;
-        }
-        ctx.exitCode = report(out, "upgrade", outcomeOf(r.journal, r.result), r.journal, "node");
-      },
-    );
+    .action(async (opts: SlotChangeFlags & { bundle: string; allowDowngrade?: boolean }) => {
+      const out = ctx.output(opts);
+      if (!(await isDir(opts.bundle))) {
+        throw new ErrUsage(`--bundle ${opts.bundle} is not a directory`);
+      }
+      const args = await slotChangeArgs(opts, out, deps, "stratum node upgrade");
+      let r: node.Upgraded;
+      try {
+        r = await node.upgrade({
+          ...args,
+          bundle: opts.bundle,
+          allowDowngrade: opts.allowDowngrade === true,
+        });
+      } catch (err) {
+        if (!(err instanceof bundle.BundleError)) throw err;
+        ctx.exitCode = reportRefused(
+          out,
+          "upgrade",
+          err.message,
+          "nothing was changed; see the message",
+          "node",
+        );
+        return;
+      }
+      if (r.alreadyInstalled) {
+        out.result(
+          {
+            command: "upgrade",
+            outcome: "already-installed",
+            exitCode: ExitOK,
+            mode: r.mode,
+            bundle: { digest: r.digest },
+            nextAction: "none",
+            journal: null,
+          },
+          () => [`upgrade: already-installed (bundle ${r.digest} runs); nothing changed`],
+        );
+        ctx.exitCode = ExitOK;
+        return;
+      }
+      ctx.exitCode = report(out, "upgrade", outcomeOf(r.journal, r.result), r.journal, "node");
+    });
 }

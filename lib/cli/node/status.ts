@@ -37,16 +37,19 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
     .action((opts: StatusOptions) => nodeStatus(opts, ctx, deps));
 }
 
-/** The stack's health probes all pass, asked again until `healthDeadlineMs` has passed. */
+/**
+ * The stack's health probes all pass, asked again until `healthDeadlineMs`
+ * has passed; otherwise what the last probe said (for the operator).
+ */
 async function answersWithin(
   stack: isolation.Stack,
   c: isolation.ProbeContext,
-): Promise<boolean> {
+): Promise<{ ok: boolean; detail: string }> {
   const until = performance.now() + healthDeadlineMs;
   for (;;) {
     const left = until - performance.now();
-    if ((await isolation.probeStack(stack, c, Math.max(250, Math.min(2000, left)))).ok) return true;
-    if (performance.now() + 250 >= until) return false;
+    const r = await isolation.probeStack(stack, c, Math.max(250, Math.min(2000, left)));
+    if (r.ok || performance.now() + 250 >= until) return r;
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -154,14 +157,19 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       ref: { mode: applied.mode, slot: applied.slot },
       node: applied.node,
     };
-    return { stack, answers: stack ? await answersWithin(stack, c) : false };
+    return {
+      stack,
+      answers: stack
+        ? await answersWithin(stack, c)
+        : { ok: false, detail: "the slot's stack.json cannot be read" },
+    };
   };
   const [bundleCheck, active, { stack, answers }] = await Promise.all([
     checkBundle(),
     deps.systemctl().isActive(unit).catch(() => false),
     probe(),
   ]);
-  const healthy = active && answers;
+  const healthy = active && answers.ok;
   const needsAttention = !bundleCheck.verified || journalError !== undefined;
   out.result(
     {
@@ -179,7 +187,13 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       },
       previous: previous ? { slot: other, digest: previous } : null,
       kept,
-      health: { unit, active, url: stack?.health.url ?? null, healthy },
+      health: {
+        unit,
+        active,
+        url: stack?.health.url ?? null,
+        healthy,
+        ...(answers.ok ? {} : { detail: answers.detail }),
+      },
       journal: journalDoc(journal),
       ...(journalError ? { journalError } : {}),
       nextAction: !bundleCheck.verified
@@ -213,7 +227,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         ]
         : []),
       `health: ${unit} ${active ? "active" : "not active"}, ${stack?.health.url ?? "?"} ${
-        healthy ? "answers" : "does not answer"
+        healthy ? "answers" : `does not answer (${answers.detail})`
       }`,
       ...(journal ? [`migration journal: ${journal.step} (stratum migrate status)`] : []),
       ...(journalError

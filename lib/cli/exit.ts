@@ -18,6 +18,18 @@ export class ErrUsage extends Error {
 }
 
 /**
+ * A command refused where or as whom it runs (not root, a scratch --root
+ * for a command that drives systemd): exit 2 with its one line, outcome
+ * `refused`, nothing changed; `nextAction` says how to run it instead.
+ */
+export class ErrRefused extends ErrUsage {
+  override name = "ErrRefused";
+  constructor(message: string, readonly nextAction: string) {
+    super(message);
+  }
+}
+
+/**
  * The signals main.ts stops a command for, each with its number: a command
  * that stops for one exits 128+N, as a shell reports a process the signal
  * killed. SIGHUP is a terminal or SSH session that went away, SIGQUIT

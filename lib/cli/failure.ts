@@ -8,7 +8,7 @@ import { ErrBusy } from "../host/lock.ts";
 import { ErrBadNodeConfig } from "../isolation/node_config.ts";
 import { ErrCorruptJournal } from "../migrate/errors.ts";
 import { ErrBadRequest } from "../node/errors.ts";
-import { ErrUsage, ExitAttention, ExitBusy, ExitUsage } from "./exit.ts";
+import { ErrRefused, ErrUsage, ExitAttention, ExitBusy, ExitUsage } from "./exit.ts";
 import type { Output } from "./output.ts";
 
 /**
@@ -41,6 +41,11 @@ export function exitForError(err: unknown, out: Output, json: Output): number {
       "needs attention: the applied mode and slot cannot be read; inspect the file and the node (systemctl status 'stratum-*.target') before repairing it by hand",
     );
     return ExitAttention;
+  }
+  if (err instanceof ErrRefused) {
+    out.error(err.message);
+    failure(json, "refused", err.message, err.nextAction);
+    return ExitUsage;
   }
   if (err instanceof ErrUsage || err instanceof ErrBadRequest) {
     out.error(err.message);

@@ -9,6 +9,7 @@ import { type Common, common, rootPaths } from "../root_flags.ts";
 import type { Context } from "../program.ts";
 import type { Deps } from "../deps.ts";
 import { journalDoc } from "../report.ts";
+import { guard } from "../guard.ts";
 
 /** How long a health verdict is retried before it says "not healthy". */
 export const healthDeadlineMs = 5000;
@@ -54,6 +55,7 @@ async function answersWithin(
 
 /** The body of `stratum node status`, for commander and for the fast path. */
 export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps): Promise<void> {
+  guard("node status", opts.root);
   const out = ctx.output(opts);
   const paths = await rootPaths(opts.root);
   let applied: isolation.NodeConfig | undefined;

@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { stratumArgv, stratumEnv } from "./support/stratum_bin.ts";
+import { nspawnUnavailable } from "./support/sandbox.ts";
+import { Node } from "./support/sandbox_node.ts";
 
 const unshareRefused = await new Deno.Command("unshare", {
   args: ["-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
@@ -89,5 +91,31 @@ echo $? >"$OUT/sums.code"`,
       await Deno.remove(work, { recursive: true });
       await Deno.remove(src, { recursive: true });
     }
+  },
+});
+
+Deno.test({
+  name:
+    "node install with no space for the bundle's copy: exit 1 naming the file, not unexpected; with space it installs",
+  ignore: unshareRefused !== undefined || nspawnUnavailable !== undefined,
+  async fn() {
+    // Invariant: a full file system under /var/lib/stratum is reported as
+    // itself (outcome failed, the message naming the file that could not be
+    // written), and the install runs once there is space.
+    await using n = await Node.fresh("host");
+    await n.sb.sh(
+      "mkdir -p /var/lib/stratum/bundles && mount -t tmpfs -o size=16k tmpfs /var/lib/stratum/bundles",
+    );
+    const install = ["node", "install", "--mode", "host", "--bundle", n.bundle, "--node", "node-1"];
+    const r = await n.stratum([...install, "--json"]);
+    assertEquals([r.code, r.doc?.outcome], [1, "failed"], r.stdout + r.stderr);
+    assert(
+      /no space left on the file system of \/var\/lib\/stratum\/bundles\/\S+/.test(r.doc.message),
+      r.doc.message,
+    );
+    assert(!r.stderr.includes("unexpected"), r.stderr);
+    await n.sb.sh("umount /var/lib/stratum/bundles");
+    const ok = await n.stratum(install);
+    assertEquals(ok.code, 0, ok.stderr);
   },
 });

@@ -149,3 +149,35 @@ Deno.test({
     assertEquals(await n.assertInvariant("after the backstop"), "complete");
   },
 });
+
+Deno.test({
+  name:
+    "node rollback: a hung-up terminal rolls the rollback back (exit 1, the release it left runs)",
+  ignore,
+  async fn() {
+    // Release 1 answers its command probe only while /run/stratum-test-sick
+    // is absent; release 2 has no such probe. Upgraded to 2, then made sick,
+    // the rollback to 1 waits at awaiting-ready when the terminal hangs up.
+    const probe = ["/bin/sh", "-c", "test ! -e /run/stratum-test-sick"];
+    const v1 = await makeBundle(await scratchDir("bundle-v1-"), { healthExec: probe });
+    await using n = await Node.boot("host", undefined, { bundleDir: v1 });
+    const v2 = await makeBundle(await scratchDir("bundle-v2-"), { release: "2" });
+    const up = await n.stratum(["node", "upgrade", "--bundle", v2]);
+    assertEquals(up.code, 0, up.stderr);
+    assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
+    await n.sb.sh("touch /run/stratum-test-sick");
+    const r = await endSession(n, "pty-close", ["node", "rollback", "--wait-ready", "60s"]);
+    assert(r.reached, r.before);
+    assertEquals(r.exit, 1, JSON.stringify(r));
+    const s = await n.state();
+    assertEquals(s.journal?.step, "rolled-back");
+    assert(s.journal.message.includes("SIGHUP"), s.journal.message);
+    assertEquals(s.active, { a: false, b: true }, "exactly one slot runs: release 2's");
+    assertEquals(
+      (await n.sb.sh(
+        "python3 -c \"import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:18080/release').read().decode().strip())\"",
+      )).trim(),
+      "2",
+    );
+  },
+});

@@ -1,8 +1,9 @@
 // An operator's session that ends mid-change: a dropped SSH session (the
 // terminal hangs up: SIGHUP), SIGQUIT (Ctrl-\), SIGPIPE, and output whose
-// reader is gone, during `migrate run` and `node upgrade`, through the
-// artifact in the systemd sandbox, with a target that never gets healthy so
-// the run is waiting (journal `awaiting-ready`) when the session ends.
+// reader is gone, during `migrate run`, `node upgrade` and `node rollback`,
+// through the artifact in the systemd sandbox, with a target that never gets
+// healthy so the run is waiting (journal `awaiting-ready`) when the session
+// ends. (There is no --detach: a change does not outlive its session.)
 //
 // Invariant: each ends as SIGTERM does — the run rolls back on its own, the
 // journal says `rolled-back`, exactly one stack runs (the source), and the

@@ -205,7 +205,13 @@ async function sh(line: string, cwd: string, subst: [string, string][], env = {}
   const o = await new Deno.Command("sh", {
     args: ["-c", l],
     cwd,
-    env: { ...env, NO_COLOR: "1", PATH: `${await shim()}:${Deno.env.get("PATH")}` },
+    // The scratch --root runs need the test switch (lib/cli/guard.ts).
+    env: {
+      ...env,
+      NO_COLOR: "1",
+      STRATUM_TEST_ROOT_OK: "1",
+      PATH: `${await shim()}:${Deno.env.get("PATH")}`,
+    },
     stdin: "null",
   }).output();
   return {

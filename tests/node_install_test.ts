@@ -10,8 +10,9 @@ import { join } from "node:path";
 import * as node from "../lib/node/mod.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 import { nspawnUnavailable } from "./support/sandbox.ts";
-import { stackState } from "./support/bundle.ts";
 import { Node } from "./support/sandbox_node.ts";
+import { makeBundle, stackState } from "./support/bundle.ts";
+import { scratchDir } from "./support/scratch.ts";
 
 if (nspawnUnavailable) console.error(`node install tests are skipped: ${nspawnUnavailable}`);
 const ignore = nspawnUnavailable !== undefined;
@@ -272,5 +273,42 @@ Deno.test({
       assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
     }
     assertEquals(await n.sb.sh(`sha256sum ${cred}; stat -c %Y ${cred}`), before);
+  },
+});
+
+Deno.test({
+  name:
+    "a failed node install removes every host file it wrote: the next install of another bundle succeeds",
+  ignore,
+  async fn() {
+    // Invariant: an install that fails before node.json is written leaves
+    // the host as it found it — no slot, no slot units, none of the stack's
+    // host files (modules-load.d, sysctl.d) and the kernel settings it
+    // changed put back — so a later install never meets the first one's
+    // files (and its error). Reproduced as issue 38 found it: a bundle whose
+    // modules-load.d names a module the kernel lacks (modprobe fails), then
+    // a bundle with no modules at all.
+    await using n = await Node.fresh("host");
+    const paths = ["/etc/modules-load.d/stratum.conf", "/etc/sysctl.d/90-stratum.conf"];
+    const before = await n.state();
+    const forward = (await n.sb.sh("sysctl -n net.ipv4.ip_forward")).trim();
+    const bad = await makeBundle(await scratchDir("bundle-modules-"), {
+      modules: { host: ["stratum_no_such_module"] },
+    });
+    const install = (b: string) => ["node", "install", "--mode", "host", "--bundle", b];
+    const r = await n.stratum([...install(bad), "--node", "node-1", "--json"]);
+    assertEquals([r.code, r.doc?.outcome], [1, "failed"], r.stdout + r.stderr);
+    assert(r.stderr.includes("modprobe"), r.stderr);
+    const s = await n.state();
+    for (const p of paths) assertEquals(s.files[p], before.files[p], `${p} as before`);
+    assertEquals(s.units.a, [], "no unit of slot a is left");
+    assertEquals(s.node ?? null, null, "nothing committed");
+    assertEquals((await n.sb.exec(["test", "-e", "/var/lib/stratum/slots/a"])).code, 1);
+    assertEquals((await n.sb.sh("sysctl -n net.ipv4.ip_forward")).trim(), forward);
+    // The next install, of a bundle without modules, succeeds.
+    const ok = await n.stratum([...install(n.bundle), "--node", "node-1"]);
+    assertEquals(ok.code, 0, ok.stderr);
+    const after = await assertInstalled(n, "host", "after the failed install");
+    assertEquals(after.files[paths[0]!], undefined, "no modules file: the bundle has no modules");
   },
 });

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { readSmallFile } from "../host/small_file.ts";
+import { writeFileDurable } from "../host/durable_file.ts";
 import { BundleError } from "./errors.ts";
 
 /**
@@ -68,5 +69,6 @@ export function parseIdentity(bytes: Uint8Array, dir: string): BundleIdentity {
 export async function writeIdentity(dir: string, id: BundleIdentity): Promise<void> {
   const problem = versionProblem(id.version);
   if (problem) throw new BundleError("manifest", `Bundle ${dir}: ${problem}`, identityName);
-  await Deno.writeTextFile(join(dir, identityName), JSON.stringify(id) + "\n");
+  // Atomic: a full disk or a crash leaves the old BUNDLE.json or the new one, never a torn one.
+  await writeFileDurable(join(dir, identityName), JSON.stringify(id) + "\n", { mode: 0o644 });
 }

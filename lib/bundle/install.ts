@@ -1,6 +1,13 @@
 import type { promises as fsp } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { ensureDir, symlinkDurable, syncDir, syncTree } from "../host/durable_file.ts";
+import {
+  ensureDir,
+  ErrNoSpace,
+  isNoSpace,
+  symlinkDurable,
+  syncDir,
+  syncTree,
+} from "../host/durable_file.ts";
 import { BundleReader } from "./_reader.ts";
 import { formatRecord, type RecordedFile } from "./installed_check.ts";
 import { BundleError } from "./errors.ts";
@@ -160,13 +167,18 @@ async function copyVerified(
     fill: (out: fsp.FileHandle) => Promise<number>,
     sha256?: string,
   ) => {
-    const fh = await promises.open(join(staged, f), create, 0o600);
     try {
-      const mode = await fill(fh);
-      await fh.chmod(mode);
-      await fh.sync();
-    } finally {
-      await fh.close();
+      const fh = await promises.open(join(staged, f), create, 0o600);
+      try {
+        const mode = await fill(fh);
+        await fh.chmod(mode);
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    } catch (err) {
+      // A full file system names the file (the copy is never used half-made).
+      throw isNoSpace(err) ? new ErrNoSpace(join(staged, f), { cause: err }) : err;
     }
     await noteWritten(join(staged, f), sha256);
   };

@@ -1,6 +1,7 @@
 import type { promises as fsp } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex, sha256Stream } from "../host/sha256.ts";
+import { writeFileDurable } from "../host/durable_file.ts";
 import { BundleError } from "./errors.ts";
 
 /** node:fs, loaded at the first hash: most commands never need it. */
@@ -240,7 +241,8 @@ export async function makeManifest(dir: string): Promise<{ files: number; bytes:
   await eachLimited(files, hashConcurrency(), async (f) => {
     sums.set(f.path, await hashFile(join(dir, f.path)));
   });
-  await Deno.writeTextFile(join(dir, manifestName), formatManifest(sums));
+  // Atomic: a full disk or a crash leaves the old manifest or the new one, never a torn one.
+  await writeFileDurable(join(dir, manifestName), formatManifest(sums), { mode: 0o644 });
   await Deno.remove(join(dir, signatureName)).catch((err) => {
     if (!(err instanceof Deno.errors.NotFound)) throw err;
   });

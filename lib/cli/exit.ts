@@ -18,19 +18,48 @@ export class ErrUsage extends Error {
 }
 
 /**
- * The reason main.ts aborts its signal with on SIGINT or SIGTERM. A command
- * that stops for it exits 128+N, as a shell reports a process the signal
- * killed: 130 for SIGINT, 143 for SIGTERM.
+ * A command refused where or as whom it runs (not root, a scratch --root
+ * for a command that drives systemd): exit 2 with its one line, outcome
+ * `refused`, nothing changed; `nextAction` says how to run it instead.
+ */
+export class ErrRefused extends ErrUsage {
+  override name = "ErrRefused";
+  constructor(message: string, readonly nextAction: string) {
+    super(message);
+  }
+}
+
+/**
+ * The signals main.ts stops a command for, each with its number: a command
+ * that stops for one exits 128+N, as a shell reports a process the signal
+ * killed. SIGHUP is a terminal or SSH session that went away, SIGQUIT
+ * Ctrl-\, SIGPIPE output whose reader is gone: each is handled as SIGTERM.
+ */
+export const stopSignals = {
+  SIGHUP: 1,
+  SIGINT: 2,
+  SIGQUIT: 3,
+  SIGPIPE: 13,
+  SIGTERM: 15,
+} as const;
+
+/** A signal that stops a command (see {@linkcode stopSignals}). */
+export type StopSignal = keyof typeof stopSignals;
+
+/**
+ * The reason main.ts aborts its signal with on one of the
+ * {@linkcode stopSignals}. A command that stops for it exits 128+N: 130 for
+ * SIGINT, 143 for SIGTERM, 129 for SIGHUP, 131 for SIGQUIT, 141 for SIGPIPE.
  */
 export class Interrupted extends Error {
   override name = "Interrupted";
-  readonly signal: "SIGINT" | "SIGTERM";
-  constructor(signal: "SIGINT" | "SIGTERM") {
+  readonly signal: StopSignal;
+  constructor(signal: StopSignal) {
     super(`interrupted by ${signal}`);
     this.signal = signal;
   }
 
   get exitCode(): number {
-    return this.signal === "SIGINT" ? 130 : 143;
+    return 128 + stopSignals[this.signal];
   }
 }

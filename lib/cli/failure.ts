@@ -3,12 +3,13 @@
 // and the fast path (fast.ts). Imports the error classes from their own
 // modules, not the barrels, so the fast path stays small.
 
-import { is, messageOf } from "../errors/mod.ts";
+import { find, is, messageOf } from "../errors/mod.ts";
+import { ErrNoSpace, isNoSpace } from "../host/durable_file.ts";
 import { ErrBusy } from "../host/lock.ts";
 import { ErrBadNodeConfig } from "../isolation/node_config.ts";
 import { ErrCorruptJournal } from "../migrate/errors.ts";
 import { ErrBadRequest } from "../node/errors.ts";
-import { ErrUsage, ExitAttention, ExitBusy, ExitUsage } from "./exit.ts";
+import { ErrRefused, ErrUsage, ExitAttention, ExitBusy, ExitFailed, ExitUsage } from "./exit.ts";
 import type { Output } from "./output.ts";
 
 /**
@@ -42,6 +43,11 @@ export function exitForError(err: unknown, out: Output, json: Output): number {
     );
     return ExitAttention;
   }
+  if (err instanceof ErrRefused) {
+    out.error(err.message);
+    failure(json, "refused", err.message, err.nextAction);
+    return ExitUsage;
+  }
   if (err instanceof ErrUsage || err instanceof ErrBadRequest) {
     out.error(err.message);
     failure(json, "bad-input", err.message, "fix the input; nothing was changed");
@@ -57,6 +63,16 @@ export function exitForError(err: unknown, out: Output, json: Output): number {
     );
     return ExitAttention;
   }
+  const noSpace = find(err, ErrNoSpace);
+  if (noSpace || [...causes(err)].some(isNoSpace)) {
+    // A full file system is the operator's to fix, and nothing is torn
+    // (every durable write is atomic): one line naming the file, exit 1.
+    const message = noSpace?.message ??
+      `no space left on device: ${messageOf(err)}; free some space and run the command again`;
+    out.error(message);
+    failure(json, "no-space", message, "free space on that file system, then run it again");
+    return ExitFailed;
+  }
   out.error(`unexpected error: ${messageOf(err)}`);
   failure(json, "error", messageOf(err), "needs attention: report this error");
   return ExitAttention;
@@ -65,4 +81,12 @@ export function exitForError(err: unknown, out: Output, json: Output): number {
 /** With --json, the document for a command that failed before producing one. */
 export function failure(out: Output, outcome: string, message: string, nextAction: string): void {
   if (out.json) out.result({ outcome, message, nextAction }, () => []);
+}
+
+/** `err` and every error it wraps (cause, AggregateError's errors). */
+function* causes(err: unknown, depth = 0): Generator<unknown> {
+  if (depth > 16 || err === undefined) return;
+  yield err;
+  if (err instanceof AggregateError) { for (const e of err.errors) yield* causes(e, depth + 1); }
+  if (err instanceof Error) yield* causes(err.cause, depth + 1);
 }

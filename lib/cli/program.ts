@@ -5,6 +5,7 @@ import { Output } from "./output.ts";
 import { jsonFlag } from "./root_flags.ts";
 import { versionLine } from "./version.ts";
 import { examples } from "./examples.ts";
+import { guard } from "./guard.ts";
 
 export { version, versionLine } from "./version.ts";
 
@@ -89,6 +90,11 @@ export function commandTree(
         "changed), 3 needs attention, 75 busy (another migration holds the lock).",
     );
   for (const g of groups) g(program, ctx);
+  // Not root, or a scratch --root where systemd is driven: refused before
+  // the action reads a flag's value or touches anything (guard.ts).
+  program.hook("preAction", (_program, action) => {
+    guard(pathOf(action), (action.opts() as { root?: string }).root);
+  });
   for (const c of allCommands(program)) {
     c.exitOverride().configureOutput(program.configureOutput());
     const ex = examples[pathOf(c)];

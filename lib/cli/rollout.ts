@@ -47,8 +47,8 @@ export function rolloutGroup(deps: RolloutDeps) {
           "in time: it may yet finish), error (restart failed: it still holds its old watches, or\n" +
           "its presence could not be checked) or interrupted (SIGINT/SIGTERM came first).\n" +
           "Exit 0 when nothing failed (warnings alone are 0), 1 when a restart or a check failed,\n" +
-          "2 on bad flags, 130/143 when interrupted by SIGINT/SIGTERM (kubectl calls are killed\n" +
-          "and the report so far is printed).\n" +
+          "2 on bad flags, 128+N when interrupted by signal N: 130 SIGINT, 143 SIGTERM, 129 SIGHUP\n" +
+          "(kubectl calls are killed and the report so far is printed).\n" +
           "\nExample:\n  stratum rollout restart --kubeconfig /etc/stratum/admin.conf --wait 10m --json",
       )
       .action(async (opts: ConnFlags & { wait: string; callTimeout: string }) => {

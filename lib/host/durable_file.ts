@@ -9,6 +9,28 @@ export interface WriteOptions {
 const tempMarker = ".tmp-";
 
 /**
+ * A write that found no space left on its file system (ENOSPC), naming the
+ * file. From {@linkcode writeFileDurable}, the file is as it was (the old
+ * one whole, or none): nothing of the new one was kept.
+ */
+export class ErrNoSpace extends Error {
+  override name = "ErrNoSpace";
+  readonly path: string;
+  constructor(path: string, options?: ErrorOptions) {
+    super(
+      `no space left on the file system of ${path}: it was not written (any earlier copy is unchanged); free some space there and run the command again`,
+      options,
+    );
+    this.path = path;
+  }
+}
+
+/** Whether `err` is the kernel's ENOSPC (Deno's errors carry the errno's name as `code`). */
+export function isNoSpace(err: unknown): boolean {
+  return (err as { code?: unknown } | null)?.code === "ENOSPC";
+}
+
+/**
  * Replaces `path` with `data` atomically and durably: a crash or power loss
  * leaves the old file or the new one, never a partial one.
  *
@@ -39,7 +61,7 @@ export async function writeFileDurable(
     await Deno.rename(tmp, path);
   } catch (err) {
     await Deno.remove(tmp).catch(() => {});
-    throw err;
+    throw isNoSpace(err) ? new ErrNoSpace(path, { cause: err }) : err;
   }
   await syncDir(dir);
 }

@@ -135,3 +135,34 @@ export async function bootId(): Promise<string> {
     .catch(() => undefined);
   return (r?.code === 0 ? r.stdout.trim() : "") || "unknown";
 }
+
+/**
+ * Who holds the lock right now: the lock file's record, confirmed by the
+ * kernel's lock table (an flock on the file's inode in /proc/locks), so a
+ * record a killed holder left is never taken for a running one. It never
+ * takes the lock itself: a status must not make a run find it busy.
+ * Undefined when the lock is free, or when it cannot be told (the lock
+ * file is root's).
+ */
+export async function runningHolder(path: string): Promise<LockHolder | undefined> {
+  const holder = await readHolder(path);
+  if (!holder) return undefined;
+  const st = await Deno.stat(path).catch(() => undefined);
+  if (!st?.ino || st.dev === null) return undefined;
+  // The real cat, by path, as bootId reads /proc.
+  const r = await exec.run(["/bin/cat", "/proc/locks"], { timeoutMs: 5_000 })
+    .catch(() => undefined);
+  if (r?.code !== 0) return undefined;
+  // "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF": the device's major
+  // and minor in hex, then the inode (glibc's encoding of st_dev).
+  const dev = BigInt(st.dev);
+  const major = ((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn);
+  const minor = (dev & 0xffn) | ((dev >> 12n) & ~0xffn);
+  const want = `${major.toString(16).padStart(2, "0")}:${
+    minor.toString(16).padStart(2, "0")
+  }:${st.ino}`;
+  const held = r.stdout.split("\n").some((l) =>
+    !l.includes("->") && / FLOCK /.test(l) && l.split(/\s+/).includes(want)
+  );
+  return held ? holder : undefined;
+}

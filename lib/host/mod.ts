@@ -44,4 +44,5 @@ export {
   type LockHolder,
   MigrationLock,
   readHolder,
+  runningHolder,
 } from "./lock.ts";

@@ -205,10 +205,58 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
     // a file that does not match is refused with nothing changed.
     await bundle.stageBundle(src, bundle.stagedPath(paths.bundle(o.mode)), policy, verified);
   }
-  // A run that died before node.json may have left slot a in any state.
+  // A run that died before node.json may have left slot a in any state,
+  // and host files its stack wrote: the snapshot it took first puts them
+  // back (it is an install's only while no node.json exists).
   log("slot a: removing what an earlier, unfinished install left (if anything)");
+  const snapshot = installSnapshot(paths);
   await backend.destroy(ref, { signal });
+  if (await snapshot.restore()) await isolation.restoreKernelConfig(paths);
+  await snapshot.take();
   await after("cleared");
+  try {
+    await buildFirstSlot(o, ref, backend, src, state, after, signal, log);
+  } catch (err) {
+    // Nothing is committed: remove what this install did, so that the next
+    // one (of this bundle or another) starts from the host as it was.
+    throw await undoFirstInstall(o, ref, backend, snapshot, log, err);
+  }
+  await isolation.writeNodeConfig(paths.nodeConfig, { mode: o.mode, slot: "a", node: o.node });
+  log("node.json: written; the install is committed");
+  await snapshot.discard();
+  await after("committed");
+  await finishHost(o);
+  await after("host-prepared");
+  return { ...base, changed: true, slot: "a", node: o.node };
+}
+
+/**
+ * The snapshot of the host config files a first install takes before it
+ * changes any (the files a stack may write: isolation.snapshotFiles), in
+ * the directory a migration uses: an install runs only where no node.json
+ * and no journal are, so no migration owns one then.
+ */
+function installSnapshot(paths: host.HostPaths): host.ConfigSnapshot {
+  return new host.ConfigSnapshot({
+    root: paths.root,
+    dir: paths.snapshotDir,
+    files: isolation.snapshotFiles(),
+    owner: "node install",
+  });
+}
+
+/** A first install's forward path, from the bundle installed to the stack healthy. */
+async function buildFirstSlot(
+  o: InstallOptions,
+  ref: isolation.SlotRef,
+  backend: isolation.Backend,
+  src: string,
+  state: readonly { path: string; action: string }[],
+  after: (step: InstallStep) => Promise<void>,
+  signal: AbortSignal,
+  log: (line: string) => void,
+): Promise<void> {
+  const { paths } = o;
   if (o.bundle !== undefined) {
     log(`bundle: installing ${src} as ${paths.bundle(o.mode)}`);
     await bundle.promoteBundle(paths.bundle(o.mode));
@@ -231,12 +279,44 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
   await after("started");
   await waitReady({ ...o, ...ready(o, o.node), target: ref, signal, log });
   await after("ready");
-  await isolation.writeNodeConfig(paths.nodeConfig, { mode: o.mode, slot: "a", node: o.node });
-  log("node.json: written; the install is committed");
-  await after("committed");
-  await finishHost(o);
-  await after("host-prepared");
-  return { ...base, changed: true, slot: "a", node: o.node };
+}
+
+/**
+ * Undoes a first install that failed before its commit: slot a and its
+ * units go, the host config files are put back as the snapshot found them
+ * (a file the stack added is removed), and the kernel settings it changed
+ * are set back. Not cut short by the signal that may have stopped the
+ * install. Returns the error to throw: `err`, with what could not be
+ * undone added to its message.
+ */
+async function undoFirstInstall(
+  o: InstallOptions,
+  ref: isolation.SlotRef,
+  backend: isolation.Backend,
+  snapshot: host.ConfigSnapshot,
+  log: (line: string) => void,
+  err: unknown,
+): Promise<unknown> {
+  log("install failed: removing slot a and the host files it wrote");
+  const left: string[] = [];
+  const undo = async (what: string, fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+    } catch (e) {
+      left.push(`${what}: ${messageOf(e)}`);
+    }
+  };
+  await undo("remove slot a", () => backend.destroy(ref, {}));
+  await undo("restore the host config files", async () => {
+    if (await snapshot.restore()) await isolation.restoreKernelConfig(o.paths);
+    await snapshot.discard();
+  });
+  if (left.length === 0) return err;
+  const e = err instanceof Error ? err : new Error(String(err));
+  e.message += ` (and the cleanup did not finish: ${
+    left.join("; ")
+  }; the next node install retries it)`;
+  return e;
 }
 
 /** waitReady's options for an install. */

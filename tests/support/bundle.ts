@@ -123,6 +123,8 @@ export async function makeBundle(
     release?: string;
     /** More lines of a mode's sysctl file (its host file /etc/sysctl.d/90-stratum.conf). */
     sysctl?: Partial<Record<Mode, string>>;
+    /** Kernel modules a mode's stack loads (its host file /etc/modules-load.d/stratum.conf). */
+    modules?: Partial<Record<Mode, string[]>>;
     /** The stack's command probe (health.exec), in both modes. */
     healthExec?: string[];
     /** nspawn mode's stack plants its own /bin/sh, logging to this file (stack.py's --plant). */
@@ -157,6 +159,9 @@ export async function makeBundle(
       "host-files/90-stratum.conf": `# stratum ${mode} mode\nnet.ipv4.ip_forward = 1\n${
         opts.sysctl?.[mode] ? `${opts.sysctl[mode]}\n` : ""
       }`,
+      ...(opts.modules?.[mode]
+        ? { "host-files/modules.conf": opts.modules[mode]!.map((m) => `${m}\n`).join("") }
+        : {}),
       "stack.json": JSON.stringify(
         {
           services: [
@@ -167,7 +172,12 @@ export async function makeBundle(
             url: `http://127.0.0.1:${port}/healthz`,
             ...(opts.healthExec ? { exec: opts.healthExec } : {}),
           },
-          hostFiles: { "/etc/sysctl.d/90-stratum.conf": "host-files/90-stratum.conf" },
+          hostFiles: {
+            "/etc/sysctl.d/90-stratum.conf": "host-files/90-stratum.conf",
+            ...(opts.modules?.[mode]
+              ? { "/etc/modules-load.d/stratum.conf": "host-files/modules.conf" }
+              : {}),
+          },
           ...(opts.stateless ? {} : { state: [stackState] }),
           ...(opts.grants && mode === "nspawn" ? { grants: opts.grants } : {}),
         },

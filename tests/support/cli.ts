@@ -10,13 +10,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `stratum ARGS` with `env` added; never throws on a non-zero exit. */
+/**
+ * Runs `stratum ARGS` with `env` added; never throws on a non-zero exit.
+ * These runs use scratch --root trees, so the test switch that lets the
+ * commands which drive systemd accept one is set (lib/cli/guard.ts); pass
+ * `STRATUM_TEST_ROOT_OK: ""` to see what an operator would.
+ */
 export async function stratum(
   args: string[],
   env: Record<string, string> = {},
 ): Promise<CliResult> {
   const r = await $`${stratumArgv(args)}`
-    .env({ NO_COLOR: "1", ...stratumEnv(), ...env })
+    .env({ NO_COLOR: "1", STRATUM_TEST_ROOT_OK: "1", ...stratumEnv(), ...env })
     .noThrow()
     .stdin("null")
     .stdout("piped")

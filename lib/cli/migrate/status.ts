@@ -1,7 +1,8 @@
 import type { Command } from "commander";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
-import { ExitOK } from "../exit.ts";
+import { ExitAttention, ExitOK } from "../exit.ts";
+import { runningHolder } from "../../host/lock.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import { type Common, common, rootPaths } from "../root_flags.ts";
@@ -21,6 +22,9 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
   const paths = await rootPaths(opts.root);
   const store = new migrate.JournalStore(paths.journal);
   const j = await node.loadJournal(store);
+  // A run, resume, upgrade... under way holds the lock: the journal is its
+  // to finish, and resume would only find the lock busy (75).
+  const holder = await runningHolder(paths.lock);
   const applied = await isolation.readNodeConfig(paths.nodeConfig);
   const o = j ? outcomeOf(j) : undefined;
   const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
@@ -43,7 +47,9 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
       },
     }
     : null;
-  const next = !j
+  const next = holder
+    ? `wait: pid ${holder.pid} ("${holder.command}", since ${holder.startedAt}) holds the migration lock and is carrying it out; run stratum migrate status again when it has finished`
+    : !j
     ? "none"
     : migrate.isTerminal(j.step)
     ? o!.nextAction
@@ -58,6 +64,7 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
       message: j?.message ?? null,
       handoff,
       upgrade,
+      holder: holder ?? null,
       nextAction: next,
     },
     () => [
@@ -82,8 +89,12 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
       ...(handoff
         ? [`handoff: ${handoff.unit} ${handoff.running ? "running" : "not running"}`]
         : []),
+      ...(holder
+        ? [`lock: held by pid ${holder.pid} since ${holder.startedAt}: ${holder.command}`]
+        : []),
       `next: ${next}`,
     ],
   );
-  ctx.exitCode = ExitOK;
+  // A failed journal needs a person (docs/cli.md: 3), whoever asks.
+  ctx.exitCode = j?.step === migrate.StepFailed ? ExitAttention : ExitOK;
 }

@@ -51,15 +51,15 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
       "after",
       "\nRun it again on an installed node with the same mode and bundle: it changes nothing\n" +
         "and exits 0. Another mode or another bundle: exit 2, nothing changed (a mode change is\n" +
-        "`stratum migrate run`). A failure part-way exits 1 and leaves the node retryable: run\n" +
-        "the same command again. /etc/stratum/node.json is written only once the stack is\n" +
-        "healthy; an install that died before that is redone from the start.\n" +
+        "`stratum migrate run`). A failure part-way exits 1, removes what it wrote, and leaves\n" +
+        "the node retryable: run the same command again. /etc/stratum/node.json is written only\n" +
+        "once the stack is healthy; an install that died before that is redone from the start.\n" +
         "\nA state directory of the stack that already holds data (a kubelet's credentials that\n" +
         "cloud-init or kubeadm join wrote) is refused unless named with --adopt-state DIR: it is\n" +
         "then marked as this node's, and nothing in it is changed or copied.\n" +
         "\nExit codes: 0 installed or already installed, 1 failed (retry it), 2 bad input or\n" +
         "refused (nothing changed), 3 node.json or the journal cannot be read, 75 a migration\n" +
-        "holds the lock, 130/143 interrupted.\n" +
+        "holds the lock, 128+N interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n" +
         "\nExample (cloud-init runcmd):\n" +
         "  stratum node install --mode nspawn --bundle /srv/stratum-bundle --json",
     )

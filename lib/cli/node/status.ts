@@ -9,6 +9,7 @@ import { type Common, common, rootPaths } from "../root_flags.ts";
 import type { Context } from "../program.ts";
 import type { Deps } from "../deps.ts";
 import { journalDoc } from "../report.ts";
+import { guard } from "../guard.ts";
 
 /** How long a health verdict is retried before it says "not healthy". */
 export const healthDeadlineMs = 5000;
@@ -31,7 +32,8 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
         healthDeadlineMs / 1000
       } s before it says "not healthy".\n` +
         "Exit codes: 0 installed and healthy, 1 not installed or not healthy, 3 node.json or\n" +
-        "the journal cannot be read, or the installed bundle does not verify.\n\n" +
+        "the journal cannot be read, the journal says failed (neither stack is known to run),\n" +
+        "or the installed bundle does not verify.\n\n" +
         "Examples:\n  stratum node status --json\n  stratum node status --verify",
     )
     .action((opts: StatusOptions) => nodeStatus(opts, ctx, deps));
@@ -56,6 +58,7 @@ async function answersWithin(
 
 /** The body of `stratum node status`, for commander and for the fast path. */
 export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps): Promise<void> {
+  guard("node status", opts.root);
   const out = ctx.output(opts);
   const paths = await rootPaths(opts.root);
   let applied: isolation.NodeConfig | undefined;
@@ -170,7 +173,9 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
     probe(),
   ]);
   const healthy = active && answers.ok;
-  const needsAttention = !bundleCheck.verified || journalError !== undefined;
+  // A failed journal: neither stack is known to run, whatever answers now.
+  const failedJournal = journal?.step === migrate.StepFailed;
+  const needsAttention = !bundleCheck.verified || journalError !== undefined || failedJournal;
   out.result(
     {
       outcome: needsAttention ? "needs-attention" : healthy ? "healthy" : "not-healthy",
@@ -200,6 +205,8 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         ? "the installed bundle does not verify: reinstall it (stratum node upgrade --bundle DIR) or inspect it"
         : journalError
         ? "the journal cannot be read: stratum migrate status"
+        : failedJournal
+        ? "needs attention: a migration's rollback failed (journal failed), neither stack is known to run: stratum migrate status says what to check"
         : journal
         ? "a migration journal exists: stratum migrate status"
         : healthy
@@ -235,6 +242,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         : []),
     ],
   );
-  // A copy that does not verify needs attention whatever the stack does.
+  // A copy that does not verify, or a failed journal, needs attention
+  // whatever the stack does.
   ctx.exitCode = needsAttention ? ExitAttention : active && healthy ? ExitOK : ExitFailed;
 }

@@ -55,6 +55,7 @@ console.log(JSON.stringify({
     "/etc/stratum",
     "/var/lib/stratum",
     "/etc/sysctl.d",
+    "/etc/modules-load.d",
     "/etc/apt/preferences.d",
   ]),
 }));

@@ -89,6 +89,8 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
   // as it reads it, so the carrier's bundle is read once); download then
   // only promotes it.
   let staged = false;
+  // The preflight lines already printed: the second preflight says none again.
+  const said = new Set<string>();
   return {
     source: isolation.backendFor(o.from, deps),
     sourceRoot: { mode: o.from, slot: o.sourceSlot },
@@ -110,14 +112,21 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
       });
       verified = r.verified;
       if (source) staged = true;
-      for (const w of r.warnings) log(`warning: ${w}`);
       claim.splice(
         0,
         claim.length,
         ...r.state.filter((p) => p.action !== "keep").map((p) => p.path),
       );
-      for (const p of r.state) log(`preflight: state ${p.path}: ${p.action}`);
-      if (r.keyId) log(`preflight: bundle signed by trusted key ${r.keyId}`);
+      // Said once: the second run (runInPlace's own) repeats only what changed.
+      const lines = [
+        ...r.warnings.map((w) => `warning: ${w}`),
+        ...r.state.map((p) => `preflight: state ${p.path}: ${p.action}`),
+        ...(r.keyId ? [`preflight: bundle signed by trusted key ${r.keyId}`] : []),
+      ];
+      for (const l of lines.filter((l) => !said.has(l))) {
+        said.add(l);
+        log(l);
+      }
     },
     download: async () => {
       if (!source) return;

@@ -52,6 +52,72 @@ Deno.test("prepareHost for the other mode replaces the first mode's; unprepareHo
   assertEquals((await listing(root)).filter((f) => f.includes("stratum")), []);
 });
 
+/** A dpkg status file under `root` with these packages installed (and one only configured). */
+async function dpkgStatus(root: string, installed: string[]) {
+  await Deno.mkdir(join(root, "var/lib/dpkg"), { recursive: true });
+  await Deno.writeTextFile(
+    join(root, "var/lib/dpkg/status"),
+    [
+      ...installed.map((p) => `Package: ${p}\nStatus: install ok installed\nVersion: 1\n`),
+      "Package: cri-tools\nStatus: deinstall ok config-files\nVersion: 1\n",
+    ].join("\n"),
+  );
+}
+
+Deno.test("apt pins hold back only packages that conflict with the mode and are not installed", async () => {
+  const root = await Deno.makeTempDir({ prefix: "stratum-prep-" });
+  const paths = host.hostPaths(root);
+  const pref = (m: string) => join(root, `etc/apt/preferences.d/stratum-${m}.pref`);
+  // A pin left by an earlier stratum in host mode (systemd-container at -1) goes.
+  await Deno.mkdir(join(root, "etc/apt/preferences.d"), { recursive: true });
+  await Deno.writeTextFile(
+    pref("host"),
+    "Package: systemd-container\nPin: release *\nPin-Priority: -1\n",
+  );
+  // Host mode pins nothing, not even a systemd-container that is not
+  // installed: it conflicts with nothing and a later move into nspawn needs it.
+  await dpkgStatus(root, []);
+  await isolation.prepareHost(paths, "host");
+  assertEquals((await listing(root)).filter((f) => f.includes("preferences.d")), []);
+  // nspawn mode: containerd is installed (a pin would only stop its updates),
+  // kubelet is not, cri-tools only left its config files.
+  await dpkgStatus(root, ["systemd-container", "containerd"]);
+  await isolation.prepareHost(paths, "nspawn");
+  const pin = await Deno.readTextFile(pref("nspawn"));
+  assert(pin.includes("\nPackage: kubelet cri-tools\nPin: release *\nPin-Priority: -1\n"), pin);
+  // Everything installed: no pin at all (and the one written before goes).
+  await dpkgStatus(root, ["kubelet", "containerd"]);
+  await Deno.writeTextFile(
+    join(root, "var/lib/dpkg/status"),
+    "\nPackage: cri-tools\nStatus: install ok installed\n",
+    { append: true },
+  );
+  await isolation.prepareHost(paths, "nspawn");
+  assertEquals((await listing(root)).filter((f) => f.includes("preferences.d")), []);
+});
+
+Deno.test('{"packagePins": false} in /etc/stratum/host-prep.json: no pin is written, the old one goes', async () => {
+  const root = await Deno.makeTempDir({ prefix: "stratum-prep-" });
+  const paths = host.hostPaths(root);
+  await isolation.prepareHost(paths, "nspawn");
+  assert((await listing(root)).includes("/etc/apt/preferences.d/stratum-nspawn.pref"));
+  await Deno.mkdir(join(root, "etc/stratum"), { recursive: true });
+  const conf = join(root, isolation.hostPrepConfig);
+  await Deno.writeTextFile(conf, '{"packagePins": false}\n');
+  await isolation.prepareHost(paths, "nspawn");
+  const l = await listing(root);
+  assertEquals(l.filter((f) => f.includes("preferences.d")), []);
+  assert(l.includes("/etc/systemd/system/stratum-firewall-flush.service"), "the unit stays");
+  await Deno.writeTextFile(conf, '{"packagePins": true}');
+  await isolation.prepareHost(paths, "nspawn");
+  assert((await listing(root)).includes("/etc/apt/preferences.d/stratum-nspawn.pref"));
+  for (const bad of ["{", '{"packagePins": "no"}', "[]"]) {
+    await Deno.writeTextFile(conf, bad);
+    const err = await isolation.prepareHost(paths, "nspawn").then(() => undefined, (e) => e);
+    assert(String(err).includes(conf), `${bad}: ${err}`);
+  }
+});
+
 Deno.test("node.json: saved, replaced and restored byte for byte", async () => {
   const root = await Deno.makeTempDir({ prefix: "stratum-nodecfg-" });
   const paths = host.hostPaths(root);

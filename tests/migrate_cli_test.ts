@@ -59,9 +59,11 @@ for (const [from, to] of [["host", "nspawn"], ["nspawn", "host"]] as const) {
         s.files["/etc/systemd/system/stratum-boot.service"],
         "the boot unit is installed",
       );
-      assert(
-        s.files[`/etc/apt/preferences.d/stratum-${to}.pref`],
-        "host prepared for the target mode",
+      assert(s.files["/etc/systemd/system/stratum-firewall-flush.service"]);
+      assertEquals(
+        Object.keys(s.files).filter((f) => f.startsWith("/etc/apt/preferences.d/stratum")),
+        to === "host" ? [] : ["/etc/apt/preferences.d/stratum-nspawn.pref"],
+        "host prepared for the target mode (host mode pins nothing)",
       );
     },
   });

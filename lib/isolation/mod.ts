@@ -61,7 +61,16 @@ export {
   kernelFileProblem,
   restoreKernelConfig,
 } from "./host_kernel.ts";
-export { firewallUnit, hostPackages, prepareHost, unprepareHost } from "./host_prep.ts";
+export {
+  conflictingPackages,
+  firewallUnit,
+  hostPackages,
+  hostPrepConfig,
+  installedPackages,
+  packagePinsWanted,
+  prepareHost,
+  unprepareHost,
+} from "./host_prep.ts";
 export {
   ErrBadNodeConfig,
   type NodeConfig,

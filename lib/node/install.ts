@@ -7,6 +7,7 @@ import { bundlePolicy, checkKernelFiles, stackOf } from "./preflight.ts";
 import { waitReady } from "./in_place_hooks.ts";
 import { appendHistory, type HistoryEvent } from "./history.ts";
 import { is, messageOf } from "../errors/mod.ts";
+import { ErrBadRequest } from "./errors.ts";
 import * as migrate from "../migrate/mod.ts";
 
 /** What `stratum node install` needs. */
@@ -140,6 +141,10 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
   // unmarked data, are refused here, before anything changes.
   const stack = stackOf(verified, src, o.mode);
   await checkKernelFiles(verified, src, src, stack);
+  // Read again when the host is prepared: a bad opt-out is refused here.
+  await isolation.packagePinsWanted(paths).catch((err) => {
+    throw new ErrBadRequest(messageOf(err), { cause: err });
+  });
   const adopt = o.adoptState ?? [];
   const stray = adopt.find((p) => !stack.state.includes(p));
   if (stray !== undefined) {

@@ -96,8 +96,9 @@ export function plan(o: {
     },
     {
       step: "ready",
-      does:
-        `remove slot ${a} and its units; install ${to} mode's firewall flush unit and apt pins; discard the snapshot`,
+      does: `remove slot ${a} and its units; install ${to} mode's firewall flush unit and ${
+        to === "nspawn" ? "apt pins" : "remove stratum's apt pins"
+      }; discard the snapshot`,
       changes: `${paths.slot(a)}, ${ta}, ${paths.aptPreferencesDir}, ${isolation.firewallUnit}`,
       undo: "not undone: the target is proven; an interrupted cleanup is finished by resume",
     },

@@ -86,6 +86,11 @@ export async function preflight(
       );
     }
   }
+  // The host preparation at the end reads the operator's opt-out: a bad one
+  // is refused now, not after the target is proven.
+  await isolation.packagePinsWanted(paths).catch((err) => {
+    throw new ErrPreflight(err instanceof Error ? err.message : String(err), { cause: err });
+  });
   // Stratum's own installed copy is its link resolved once; an operator's
   // bundle is verified as given (a link is refused).
   const installed = dirname(input.bundleModeDir) === paths.bundlesDir;

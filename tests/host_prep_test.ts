@@ -94,6 +94,7 @@ Deno.test("apt pins hold back only packages that conflict with the mode and are 
   );
   await isolation.prepareHost(paths, "nspawn");
   assertEquals((await listing(root)).filter((f) => f.includes("preferences.d")), []);
+  await Deno.remove(root, { recursive: true });
 });
 
 Deno.test('{"packagePins": false} in /etc/stratum/host-prep.json: no pin is written, the old one goes', async () => {
@@ -116,6 +117,7 @@ Deno.test('{"packagePins": false} in /etc/stratum/host-prep.json: no pin is writ
     const err = await isolation.prepareHost(paths, "nspawn").then(() => undefined, (e) => e);
     assert(String(err).includes(conf), `${bad}: ${err}`);
   }
+  await Deno.remove(root, { recursive: true });
 });
 
 Deno.test("node.json: saved, replaced and restored byte for byte", async () => {

@@ -96,6 +96,10 @@ for mode in host nspawn; do
     cp "$image" "$m/rootfs.tar"
     root='"root": "rootfs.tar",'
   fi
+  # kubelet reads the kernel log; an nspawn machine has it only when asked.
+  grants=
+  [ "$mode" = nspawn ] && grants='"grants": ["kernel-log"],'
+
   cat >"$m/stack.json" <<JSON
 {
   "services": [
@@ -128,7 +132,7 @@ for mode in host nspawn; do
     "/etc/modules-load.d/stratum.conf": "host-files/modules.conf",
     "/etc/sysctl.d/90-stratum.conf": "host-files/sysctl.conf"
   },
-  $workloads $root
+  $workloads $root $grants
   "state": ["/var/lib/containerd", "/var/lib/etcd-node", "/var/lib/kubelet"]
 }
 JSON

@@ -30,6 +30,17 @@ def run(*args, check=True):
     return r
 
 
+def kernel_log():
+    """What kubelet does first: its OOM watcher opens the kernel log. In nspawn
+    mode the machine has /dev/kmsg only with the stack's kernel-log grant
+    (and reading it needs CAP_SYSLOG where kernel.dmesg_restrict is 1)."""
+    try:
+        open("/dev/kmsg", "rb").close()
+    except OSError as e:
+        raise SystemExit("failed to run Kubelet: failed to create kubelet: open /dev/kmsg: %s"
+                         % e.strerror.lower())
+
+
 def ready():
     addr = os.environ.get("NOTIFY_SOCKET")
     if addr:
@@ -39,6 +50,7 @@ def ready():
         s.close()
 
 
+kernel_log()
 for _ in range(100):
     if run("version", check=False).returncode == 0:
         break

@@ -31,7 +31,9 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
       `\nThe health check is retried for up to ${
         healthDeadlineMs / 1000
       } s before it says "not healthy".\n` +
-        "Exit codes: 0 installed and healthy, 1 not installed or not healthy, 3 node.json or\n" +
+        "Exit codes: 0 installed and healthy (also key-retired: the running release was verified\n" +
+        "by a key since removed from the trust store, a warning), 1 not installed or not\n" +
+        "healthy, 3 node.json or\n" +
         "the journal cannot be read, the journal says failed (neither stack is known to run),\n" +
         "or the installed bundle does not verify.\n\n" +
         "Examples:\n  stratum node status --json\n  stratum node status --verify",

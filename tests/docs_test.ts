@@ -175,6 +175,21 @@ const elsewhere = new Map([
     "stratum migrate run    --to nspawn --bundle /srv/stratum-bundle [--wait-ready 2m] [--wait-lock 0s]",
     "drives systemd: migrate_cli_test runs it on a sandboxed node",
   ],
+  // docs/bundles.md, "Rotating the signing key": a node's trust store and an upgrade.
+  ...[
+    "openssl genpkey -algorithm ed25519 -out signing-2.pem",
+    "openssl pkey -in signing-2.pem -pubout -out release-2.pem",
+    "install -m 0644 release-2.pem /etc/stratum/trust/release-2.pem",
+    "stratum bundle make /srv/bundle-2 --version 2.0.0",
+    "stratum bundle sign /srv/bundle-2 --key signing-2.pem",
+    "stratum node upgrade --bundle /srv/bundle-2",
+    "stratum migrate ack",
+    "rm /etc/stratum/trust/release.pem",
+    "stratum node status",
+  ].map((l): [string, string] => [
+    l,
+    "the key rotation drives a node: key_rotation_test runs every line of it, as written, on a sandboxed node",
+  ]),
 ]);
 
 /**

@@ -240,12 +240,20 @@ for (const mode of ["host", "nspawn"] as const) {
       assertEquals((await n.stratum(["node", "upgrade", "--bundle", v2dir])).code, 0);
       assertEquals((await n.stratum(["migrate", "ack"])).code, 0);
       const st = await n.stratum(["node", "status", "--json"]);
-      assertEquals(st.doc.kept, { digest: v1, version: "1" }, "the replaced release is kept");
+      assertEquals(
+        st.doc.kept,
+        { digest: v1, version: "1", trusted: true },
+        "the replaced release is kept",
+      );
       const r = await n.stratum(["node", "rollback", "--json"]);
       assertEquals([r.code, r.doc?.outcome], [0, "complete"], r.stderr);
       await assertRuns(n, mode, v1, "after the rollback");
       const st2 = await n.stratum(["node", "status", "--json"]);
-      assertEquals(st2.doc.kept, { digest: v2, version: "2" }, "now the left release is kept");
+      assertEquals(
+        st2.doc.kept,
+        { digest: v2, version: "2", trusted: true },
+        "now the left release is kept",
+      );
       const h = await n.stratum(["node", "history", "--json"]);
       const last = h.doc.events.at(-1);
       assertEquals([last.event, last.outcome, last.from.version, last.to.version], [

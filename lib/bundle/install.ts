@@ -139,6 +139,7 @@ export async function stageBundle(
       listed: c.listed,
       kept: c.kept,
       inodes: c.inodes,
+      signer: c.signer,
     }),
   };
 }
@@ -246,7 +247,7 @@ async function copyVerified(
   }
   // What node status checks cheaply: sizes and modes as copied.
   await write(recordName, async (out) => {
-    await out.writeFile(new TextEncoder().encode(formatRecord(record)));
+    await out.writeFile(new TextEncoder().encode(formatRecord(record, content.signer)));
     return 0o644;
   });
   await syncTree(staged, { dirsOnly: true });

@@ -4,6 +4,7 @@ import { ErrUnsafeFile, readSmallFile } from "../host/small_file.ts";
 import { BundleError } from "./errors.ts";
 import { identityName } from "./identity.ts";
 import { manifestName, parseManifest, recordName, signatureName } from "./manifest.ts";
+import { keyOfSpki, type TrustedKey } from "./signature.ts";
 import { checkSignature, identityOf, type VerifyOptions } from "./verify.ts";
 
 /** One file of the record. */
@@ -12,9 +13,48 @@ export interface RecordedFile {
   readonly mode: number;
 }
 
-/** The record's text for `files` (path → size and mode). */
-export function formatRecord(files: ReadonlyMap<string, RecordedFile>): string {
-  return JSON.stringify({ version: 1, files: Object.fromEntries(files) }) + "\n";
+/** The key that signed an installed copy, as its record keeps it (TrustedKey's id and spki). */
+export interface RecordedSigner {
+  readonly id: string;
+  readonly spki: string;
+}
+
+/**
+ * The record's text for `files` (path → size and mode) and the key whose
+ * signature verified when the copy was made (none: it was not signed, or no
+ * key was trusted).
+ */
+export function formatRecord(
+  files: ReadonlyMap<string, RecordedFile>,
+  signer?: RecordedSigner,
+): string {
+  return JSON.stringify({
+    version: 1,
+    files: Object.fromEntries(files),
+    ...(signer ? { signer } : {}),
+  }) + "\n";
+}
+
+/**
+ * The key an installed copy's record names as the one that signed it when it
+ * was installed, or undefined (no record, one an older stratum wrote without
+ * it, or an unsigned copy). Only as good as the record: it is root's, in a
+ * directory only root writes, as the copy it describes is; whoever can
+ * rewrite it can rewrite the files too. Used to tell a release whose key was
+ * retired from one whose signature no key made (node status).
+ */
+export async function readRecordedSigner(dir: string): Promise<TrustedKey | undefined> {
+  const bytes = await small(join(dir, recordName), 64 << 20).catch(() => undefined);
+  if (!bytes) return undefined;
+  let s: unknown;
+  try {
+    s = JSON.parse(new TextDecoder().decode(bytes)).signer;
+  } catch {
+    return undefined;
+  }
+  const spki = (s as { spki?: unknown } | undefined)?.spki;
+  if (typeof spki !== "string") return undefined;
+  return await keyOfSpki(spki, `${join(dir, recordName)} (signer)`);
 }
 
 /** What the cheap check of an installed copy found. */
@@ -23,6 +63,8 @@ export interface Checked {
   readonly files: number;
   readonly bytes: number;
   readonly keyId?: string;
+  /** The key that signed is no longer trusted (VerifyOptions.recordedSigner). */
+  readonly keyRetired?: true;
   readonly warnings: readonly string[];
 }
 
@@ -50,7 +92,7 @@ export async function checkInstalled(dir: string, opts: VerifyOptions = {}): Pro
     throw new BundleError("manifest", `Bundle ${dir} has no ${manifestName}`, manifestName);
   }
   const sig = await small(join(dir, signatureName), 4096);
-  const { keyId, warnings } = await checkSignature(dir, manifest, sig, opts);
+  const { keyId, keyRetired, warnings } = await checkSignature(dir, manifest, sig, opts);
   const listed = parseManifest(new TextDecoder().decode(manifest), dir);
   const recordBytes = await small(join(dir, recordName), 64 << 20);
   if (!recordBytes) {
@@ -96,6 +138,7 @@ export async function checkInstalled(dir: string, opts: VerifyOptions = {}): Pro
     files: listed.size,
     bytes,
     ...(keyId ? { keyId } : {}),
+    ...(keyRetired ? { keyRetired } : {}),
     warnings,
   };
 }

@@ -46,7 +46,7 @@ export {
 } from "./signature.ts";
 export { type Verified, VerifiedContent, verifyBundle, type VerifyOptions } from "./verify.ts";
 export { checkSlot, linkOrCopyTree, normalizeModes } from "./modes.ts";
-export { type Checked, checkInstalled } from "./installed_check.ts";
+export { type Checked, checkInstalled, readRecordedSigner } from "./installed_check.ts";
 export {
   type BundleIdentity,
   compareVersions,

@@ -10,6 +10,8 @@ export interface TrustedKey {
   /** Where it was read from. */
   readonly source: string;
   readonly key: CryptoKey;
+  /** Its SPKI (DER) encoding, base64: what an installed copy records of its signer. */
+  readonly spki: string;
 }
 
 /** The DER bytes of a PEM block with `label` (e.g. "PUBLIC KEY"). */
@@ -38,12 +40,27 @@ export async function readPublicKey(pem: string, source: string): Promise<Truste
   try {
     if (!der) throw new Error("no PUBLIC KEY block");
     const key = await crypto.subtle.importKey("spki", der, { name: "Ed25519" }, true, ["verify"]);
-    return { id: await keyIdOf(der), source, key };
+    return { id: await keyIdOf(der), source, key, spki: btoa(String.fromCharCode(...der)) };
   } catch (err) {
     throw new BundleError(
       "trust",
       `${source} is not an Ed25519 public key in PEM (${err instanceof Error ? err.message : err})`,
     );
+  }
+}
+
+/**
+ * A public key from its SPKI encoding in base64 (TrustedKey.spki, as an
+ * installed copy's record keeps its signer), or undefined when it is not an
+ * Ed25519 key.
+ */
+export async function keyOfSpki(spki: string, source: string): Promise<TrustedKey | undefined> {
+  try {
+    const der = Uint8Array.from(atob(spki), (c) => c.charCodeAt(0));
+    const key = await crypto.subtle.importKey("spki", der, { name: "Ed25519" }, true, ["verify"]);
+    return { id: await keyIdOf(der), source, key, spki };
+  } catch {
+    return undefined;
   }
 }
 

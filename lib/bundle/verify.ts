@@ -67,6 +67,8 @@ export class VerifiedContent {
    * and stack.json) was. See VerifyOptions.deferHashes.
    */
   readonly deferred: boolean;
+  /** The key whose signature verified, when one did: recorded with the installed copy. */
+  readonly signer: { readonly id: string; readonly spki: string } | undefined;
   constructor(o: {
     manifest: Uint8Array<ArrayBuffer>;
     signature: Uint8Array<ArrayBuffer> | undefined;
@@ -74,6 +76,7 @@ export class VerifiedContent {
     kept: ReadonlyMap<string, Uint8Array<ArrayBuffer>>;
     inodes: ReadonlyMap<string, Inode>;
     deferred?: boolean;
+    signer?: { readonly id: string; readonly spki: string } | undefined;
   }) {
     this.manifest = o.manifest;
     this.signature = o.signature;
@@ -81,6 +84,7 @@ export class VerifiedContent {
     this.kept = o.kept;
     this.inodes = o.inodes;
     this.deferred = o.deferred ?? false;
+    this.signer = o.signer;
   }
   toJSON(): undefined {
     return undefined;
@@ -115,6 +119,15 @@ export interface VerifyOptions {
    * `content.deferred` and is not a verification until that copy matched.
    */
   readonly deferHashes?: boolean;
+  /**
+   * The key an installed copy recorded as its signer when it was installed
+   * (readRecordedSigner), for `node status` only: a signature by it that no
+   * key trusted now made still verifies, with `keyRetired` and a warning,
+   * so a key rotation does not make every running release "not verified".
+   * Never given where a bundle is about to be run (install, upgrade,
+   * rollback, migrate): there only the trust store decides.
+   */
+  readonly recordedSigner?: TrustedKey;
 }
 
 /** What a verified bundle is. */
@@ -125,6 +138,8 @@ export interface Verified {
   readonly bytes: number;
   /** The id of the trusted key whose signature verified, when one did. */
   readonly keyId?: string;
+  /** The key that signed is no longer in the trust store (VerifyOptions.recordedSigner). */
+  readonly keyRetired?: true;
   /** What its BUNDLE.json says, when it has one. */
   readonly identity?: BundleIdentity;
   /** Accepted, but the operator should know: unsigned, or signed with nothing to check it against. */
@@ -171,7 +186,12 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
   }
   const sig = await small(b, signatureName, maxSignatureBytes, read);
 
-  const { keyId, warnings } = await checkSignature(dir, manifest, sig, opts);
+  const { keyId, keyRetired, signer: key, warnings } = await checkSignature(
+    dir,
+    manifest,
+    sig,
+    opts,
+  );
 
   const listed = parseManifest(new TextDecoder().decode(manifest), dir);
   const tree = await b.list();
@@ -222,6 +242,7 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
     files: listed.size,
     bytes,
     ...(keyId ? { keyId } : {}),
+    ...(keyRetired ? { keyRetired } : {}),
     ...(identity ? { identity } : {}),
     warnings,
     content: new VerifiedContent({
@@ -231,6 +252,7 @@ export async function verifyBundle(dir: string, opts: VerifyOptions = {}): Promi
       kept,
       inodes: new Map([...listed.keys()].map((f) => [f, b.inodes.get(f)!])),
       deferred: opts.deferHashes === true,
+      signer: key ? { id: key.id, spki: key.spki } : undefined,
     }),
   };
 }
@@ -245,7 +267,14 @@ export async function checkSignature(
   manifest: Uint8Array<ArrayBuffer>,
   sig: Uint8Array<ArrayBuffer> | undefined,
   opts: VerifyOptions,
-): Promise<{ keyId: string | undefined; warnings: string[] }> {
+): Promise<
+  {
+    keyId: string | undefined;
+    keyRetired?: true;
+    signer?: TrustedKey;
+    warnings: string[];
+  }
+> {
   const trust = opts.trust ?? [];
   const trustDir = opts.trustDir ?? "the trust store";
   const warnings: string[] = [];
@@ -260,6 +289,18 @@ export async function checkSignature(
       );
     }
     const k = await signer(manifest, sig, trust);
+    // Trusted when it was installed, and its key since removed (a key
+    // rotation): still a signature of these bytes by that key, said so.
+    const retired = !k && opts.recordedSigner &&
+        !trust.some((t) => t.id === opts.recordedSigner!.id)
+      ? await signer(manifest, sig, [opts.recordedSigner])
+      : undefined;
+    if (retired) {
+      warnings.push(
+        `verified by a key no longer trusted: ${retired.id}, recorded when it was installed, is not in ${trustDir} (trusted: ${ids}); upgrade to a release signed by a trusted key`,
+      );
+      return { keyId: retired.id, keyRetired: true, signer: retired, warnings };
+    }
     if (!k) {
       const what = sig.length === 64 ? "is not" : `is malformed (${sig.length} bytes, not 64), not`;
       throw new BundleError(
@@ -269,6 +310,7 @@ export async function checkSignature(
       );
     }
     keyId = k.id;
+    return { keyId, signer: k, warnings };
   } else if (opts.requireSignature) {
     throw new BundleError(
       sig ? "untrusted" : "unsigned",

@@ -31,10 +31,19 @@ export async function rollback(
       );
     }
     // Hashed by the copy that stages it (preflight), as an upgrade's bundle.
+    // Under the trust store as it is now: a kept release signed by a key
+    // since removed (a key rotation) is refused, nothing changed (exit 2),
+    // never "unexpected".
     const verified = await bundle.verifyBundle(kept, {
       ...await bundlePolicy(paths, o.requireSignature === true, current.mode),
       installed: true,
       deferHashes: true,
+    }).catch((err) => {
+      if (!(err instanceof bundle.BundleError)) throw err;
+      throw new ErrBadRequest(
+        `The kept release does not verify under this node's trust now: ${err.message}; nothing changed`,
+        { cause: err },
+      );
     });
     const digest = verified.manifestDigest;
     const r = await runRecorded(

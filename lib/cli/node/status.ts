@@ -31,7 +31,9 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
       `\nThe health check is retried for up to ${
         healthDeadlineMs / 1000
       } s before it says "not healthy".\n` +
-        "Exit codes: 0 installed and healthy, 1 not installed or not healthy, 3 node.json or\n" +
+        "Exit codes: 0 installed and healthy (also key-retired: the running release was verified\n" +
+        "by a key since removed from the trust store, a warning), 1 not installed or not\n" +
+        "healthy, 3 node.json or\n" +
         "the journal cannot be read, the journal says failed (neither stack is known to run),\n" +
         "or the installed bundle does not verify.\n\n" +
         "Examples:\n  stratum node status --json\n  stratum node status --verify",
@@ -108,10 +110,16 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   const previous = await node.bundleDigest(paths.slot(other));
   // The release `node rollback` goes back to, while one is kept.
   const keptDir = await bundle.previousDir(modeDir).catch(() => undefined);
+  // `trusted`: whether `node rollback` would take it under the trust store
+  // as it is now (its signature by a trusted key, its files as installed);
+  // after a key rotation, a release signed by the removed key is not.
   const kept = keptDir
     ? {
       digest: (await node.bundleDigest(keptDir)) ?? null,
       version: (await bundle.readIdentity(keptDir).catch(() => undefined))?.version ?? null,
+      trusted: await node.bundlePolicy(paths, false, applied.mode)
+        .then((policy) => bundle.checkInstalled(keptDir, policy))
+        .then(() => true, () => false),
     }
     : null;
   // Independent checks, side by side: the bundle's hashes, systemd's view
@@ -120,24 +128,47 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   // By default the cheap check (no file hashed: every slot start hashes the
   // slot); --verify, or a copy an older stratum installed without its
   // record, hashes every file.
+  //
+  // A release whose signer was trusted when it was installed and has since
+  // been removed from the trust store (a key rotation, docs/bundles.md) is
+  // checked against the key its record names: still verified, with
+  // `trusted: false` and a warning, so that the node is not "needs
+  // attention" (exit 3) before the upgrade that moves it to the new key.
+  // Files that do not match, or a signature that key did not make, are
+  // still NOT verified (exit 3).
   const checkBundle = async (): Promise<
-    { verified: boolean; check: string; keyId?: string; message?: string }
+    {
+      verified: boolean;
+      check: string;
+      keyId?: string;
+      trusted?: boolean;
+      warnings?: string[];
+      message?: string;
+    }
   > => {
     const dir = await bundle.installedDir(modeDir).catch(() => modeDir);
-    const policy = await node.bundlePolicy(paths, false, applied.mode);
+    const recordedSigner = await bundle.readRecordedSigner(dir);
+    const policy = {
+      ...await node.bundlePolicy(paths, false, applied.mode),
+      ...(recordedSigner ? { recordedSigner } : {}),
+    };
+    const signed = (v: { keyId?: string; keyRetired?: true; warnings: readonly string[] }) =>
+      v.keyId
+        ? {
+          keyId: v.keyId,
+          trusted: v.keyRetired !== true,
+          ...(v.keyRetired ? { warnings: v.warnings.filter((w) => w.includes("no longer")) } : {}),
+        }
+        : {};
     const full = async () => {
       const v = await bundle.verifyBundle(dir, { ...policy, installed: true });
-      return { verified: true, check: "every file hashed", ...(v.keyId ? { keyId: v.keyId } : {}) };
+      return { verified: true, check: "every file hashed", ...signed(v) };
     };
     try {
       if (opts.verify) return await full();
       try {
         const v = await bundle.checkInstalled(dir, policy);
-        return {
-          verified: true,
-          check: "signature, sizes and modes",
-          ...(v.keyId ? { keyId: v.keyId } : {}),
-        };
+        return { verified: true, check: "signature, sizes and modes", ...signed(v) };
       } catch (err) {
         if (err instanceof bundle.BundleError && err.file === bundle.recordName) {
           return await full();
@@ -176,14 +207,29 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   // A failed journal: neither stack is known to run, whatever answers now.
   const failedJournal = journal?.step === migrate.StepFailed;
   const needsAttention = !bundleCheck.verified || journalError !== undefined || failedJournal;
+  // Verified, but by a key since removed from the trust store: a warning
+  // with an outcome of its own, `key-retired`, where it would be `healthy`
+  // (exit 0: the stack runs what was signed, and the playbooks go on to the
+  // upgrade that moves the node to the new key). Not `healthy`, so that
+  // whatever reads the outcome sees the rotation is unfinished on this
+  // node; not `needs-attention` (3), which is kept for what a person must
+  // look at (files that do not match, a signature no recorded key made).
+  const keyRetired = bundleCheck.verified && bundleCheck.trusted === false;
+  const { warnings: _said, ...bundleFacts } = bundleCheck;
   out.result(
     {
-      outcome: needsAttention ? "needs-attention" : healthy ? "healthy" : "not-healthy",
+      outcome: needsAttention
+        ? "needs-attention"
+        : !healthy
+        ? "not-healthy"
+        : keyRetired
+        ? "key-retired"
+        : "healthy",
       installed: true,
       mode: applied.mode,
       slot: applied.slot,
       node: applied.node,
-      bundle: { digest: digest ?? null, ...bundleCheck },
+      bundle: { digest: digest ?? null, ...bundleFacts },
       running: {
         slot: applied.slot,
         digest: running ?? null,
@@ -201,6 +247,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       },
       journal: journalDoc(journal),
       ...(journalError ? { journalError } : {}),
+      ...(bundleCheck.warnings ? { warnings: bundleCheck.warnings } : {}),
       nextAction: !bundleCheck.verified
         ? "the installed bundle does not verify: reinstall it (stratum node upgrade --bundle DIR) or inspect it"
         : journalError
@@ -209,6 +256,8 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         ? "needs attention: a migration's rollback failed (journal failed), neither stack is known to run: stratum migrate status says what to check"
         : journal
         ? "a migration journal exists: stratum migrate status"
+        : healthy && keyRetired
+        ? `the running release was verified by key ${bundleCheck.keyId}, no longer trusted: upgrade to a release signed by a trusted key (stratum node upgrade --bundle DIR)`
         : healthy
         ? "none"
         : `the stack is not healthy: systemctl status ${unit}`,
@@ -218,7 +267,11 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       `bundle: manifest sha256 ${digest ?? "missing"}, ${
         bundleCheck.verified
           ? `verified (${bundleCheck.check})${
-            bundleCheck.keyId ? `, signed by ${bundleCheck.keyId}` : ""
+            bundleCheck.keyId
+              ? keyRetired
+                ? `, signed by ${bundleCheck.keyId}: verified by a key no longer trusted (upgrade to a release signed by a trusted key)`
+                : `, signed by ${bundleCheck.keyId}`
+              : ""
           }`
           : `NOT verified (${bundleCheck.check}): ${bundleCheck.message}`
       }`,
@@ -228,9 +281,11 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         : []),
       ...(kept
         ? [
-          `kept release: ${
-            kept.version ?? "?"
-          }, manifest sha256 ${kept.digest} (stratum node rollback)`,
+          `kept release: ${kept.version ?? "?"}, manifest sha256 ${kept.digest} (${
+            kept.trusted
+              ? "stratum node rollback"
+              : "not verified by a trusted key: stratum node rollback would refuse it"
+          })`,
         ]
         : []),
       `health: ${unit} ${active ? "active" : "not active"}, ${stack?.health.url ?? "?"} ${

@@ -338,6 +338,9 @@ Description=Stratum node stack's command probe
 CollectMode=inactive-or-failed
 
 [Service]
+# Ahead of the stack's services for CPU, as the host's own process was: a
+# probe that queues behind the workload it checks says "unhealthy" late.
+CPUWeight=1000
 StandardInput=socket
 StandardOutput=socket
 StandardError=socket

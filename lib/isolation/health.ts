@@ -129,9 +129,11 @@ async function askMachine(
   }
   if (timedOut) return new exec.ErrTimeout([path], timeoutMs, false);
   const text = new TextDecoder().decode(answer).replace(/\s+$/, "");
-  const at = text.lastIndexOf("\n" + probeExitMark);
-  const last = at < 0 ? (text.startsWith(probeExitMark) ? text : "") : text.slice(at + 1);
-  const code = /^stratum-probe-exit (\d+)$/.exec(last)?.[1];
-  if (code === undefined) return new Error("the machine ended its answer without an exit status");
-  return { code: Number(code), stdout: text.slice(0, Math.max(0, at)), stderr: "" };
+  const lines = text.split("\n");
+  const last = lines.pop() ?? "";
+  const code = last.slice(probeExitMark.length);
+  if (!last.startsWith(probeExitMark) || !/^\d+$/.test(code)) {
+    return new Error("the machine ended its answer without an exit status");
+  }
+  return { code: Number(code), stdout: lines.join("\n"), stderr: "" };
 }

@@ -31,12 +31,12 @@
 //   `awaiting-ready`, finished by `resume` (the first step resume finishes:
 //   the edge of the rule, and it does all of step 9: the source machine with
 //   its container destroyed, the target's started again idempotently);
-//   an upgrade in host mode; host → nspawn made to fail after the target
-//   started (back to host); a move → nspawn; a power cut with no journal.
-//   Each mode and each direction of the moves once, a resume, a rollback and
-//   an upgrade: two migrations over the 4 steps this test had before (6
-//   steps in 5m53s against 3m23s on the development machine under TCG, and
-//   a second bundle build; 8m40s in all).
+//   an upgrade in host mode; a move → nspawn; a power cut with no journal.
+//   Each mode and each direction of the moves once, a resume and an upgrade.
+//   A move made to fail after the target started (a rollback) is in `all`
+//   only: CI's 2 cores share it with the other suites (17 min for 6 steps
+//   there), and the sandbox's node_state_test rolls the same stack back in
+//   both directions.
 // - install: install in nspawn mode and the power cut (quick); off: skipped.
 // STRATUM_VM_NODE_IMAGE=1 builds the bundle's nspawn mode with the test node
 // image (tests/support/node_image.ts) as its own root tree; every nspawn-mode
@@ -340,10 +340,12 @@ Deno.test({
         "upgrade in host mode to release 2: it runs, the same image, every key",
         () => upgrade("2", "upgrade"),
       );
-      await stage(
-        "host → nspawn failing after the target started: exit 1, back in host mode, whole",
-        failedMove,
-      );
+      if (which === "all") {
+        await stage(
+          "host → nspawn failing after the target started: exit 1, back in host mode, whole",
+          failedMove,
+        );
+      }
       await stage("migrate → nspawn: one stack, its container, the same image, every key", move);
     }
     await stage(
@@ -478,8 +480,18 @@ async function assertStack(
   );
   assertEquals(await vm.sh(`ls -i ${blobs} | sort`), inodes, `${label}: the same image blobs`);
   // docs/cli.md: node status names the running release; the installed bundle is it; no other slot.
-  const st = await vm.exec(["/srv/payload/stratum", "node", "status", "--json"]);
-  assertEquals(st.code, 0, `${label}: node status: ${st.stdout}${st.stderr}`);
+  // Its health is asked for 5 s; on a loaded 2-core host the emulated guest
+  // can take longer than that to answer just after a boot, so it is asked
+  // again for up to a minute, and an answer that came late is printed.
+  let st = await vm.exec(["/srv/payload/stratum", "node", "status", "--json"]);
+  const late: string[] = [];
+  for (const t1 = performance.now(); st.code !== 0 && performance.now() - t1 < 60_000;) {
+    late.push(`exit ${st.code}: ${st.stdout.trim().replace(/\s+/g, " ").slice(0, 400)}`);
+    await new Promise((r) => setTimeout(r, 2000));
+    st = await vm.exec(["/srv/payload/stratum", "node", "status", "--json"]);
+  }
+  if (late.length > 0) console.error(`${label}: node status answered late:\n${late.join("\n")}`);
+  assertEquals(st.code, 0, `${label}: node status: ${st.stdout}${st.stderr}\n${late.join("\n")}`);
   const doc = JSON.parse(st.stdout);
   assertEquals(
     [doc.mode, doc.running?.slot, doc.running?.version],

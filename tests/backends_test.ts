@@ -30,11 +30,14 @@ async function bundle(
   });
 }
 
-async function workloadBundle(declare: boolean): Promise<string> {
+async function workloadBundle(
+  declare: boolean,
+  runtime?: { state: string; declare: boolean },
+): Promise<string> {
   await Deno.mkdir(join(repoRoot, ".test-tmp"), { recursive: true });
   const dir = await Deno.makeTempDir({ dir: join(repoRoot, ".test-tmp"), prefix: "bundle-" });
   made.push(dir);
-  return await makeWorkloadBundle(dir, { declare });
+  return await makeWorkloadBundle(dir, { declare, ...(runtime ? { runtime } : {}) });
 }
 
 // deno-lint-ignore no-explicit-any
@@ -131,7 +134,7 @@ Deno.test({
     // process outlives the stop: what the declaration is for.
     await using sb = await Sandbox.start();
     const declared = await drive(sb, ["workloads", "host", await workloadBundle(true)]);
-    assertEquals(declared.unexpected, undefined, JSON.stringify(declared));
+    assertEquals([declared.unexpected, declared.stopFailed], [undefined, undefined]);
     assertEquals([declared.running, declared.active, declared.leftAfterStop], [1, false, 0]);
     // A slot destroyed with its units already down (a rollback's failed
     // target) while the other slot is down: its workload dies too.
@@ -139,6 +142,39 @@ Deno.test({
     const undeclared = await drive(sb, ["workloads", "host", await workloadBundle(false)]);
     assertEquals(undeclared.unexpected, undefined, JSON.stringify(undeclared));
     assertEquals([undeclared.running, undeclared.leftAfterStop], [1, 1]);
+  },
+});
+
+Deno.test({
+  name:
+    "host backend: stopping a slot stops every container of the runtime its stack names, in any namespace and cgroup",
+  ignore: sandboxUnavailable !== undefined,
+  async fn() {
+    // Invariant: after a host-mode slot's stop (and a destroy with its
+    // units already down, the other slot down), no process whose root is a
+    // container's root file system under the stack's runtime state
+    // directory runs, whatever its cgroup; the declared workloads
+    // (another cgroup) do not cover it. Without the runtime named, the same
+    // container outlives the stop: the bug (two runtimes' containers).
+    await using sb = await Sandbox.start();
+    const state = "/run/stratum-test-containerd";
+    const named = await drive(sb, [
+      "workloads",
+      "host",
+      await workloadBundle(true, { state, declare: true }),
+      "--container",
+    ]);
+    assertEquals([named.stopFailed, named.destroyFailed], [undefined, undefined]);
+    assertEquals([named.running, named.ctrRunning], [1, 1], "both run before the stop");
+    assertEquals([named.leftAfterStop, named.ctrLeftAfterStop], [0, 0], "none after the stop");
+    assertEquals([named.ctrRunningAfterUnitsStop, named.ctrLeftAfterDestroy], [1, 0]);
+    const unnamed = await drive(sb, [
+      "workloads",
+      "host",
+      await workloadBundle(true, { state, declare: false }),
+      "--container",
+    ]);
+    assertEquals([unnamed.ctrRunning, unnamed.ctrLeftAfterStop], [1, 1]);
   },
 });
 

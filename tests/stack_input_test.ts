@@ -119,6 +119,31 @@ for (
   });
 }
 
+for (
+  const [what, runtime, says] of [
+    ["an unknown runtime kind", { kind: "docker" }, '"runtime" is {"kind": "containerd"'],
+    ["a runtime field not known", { kind: "containerd", socket: "/x" }, '"runtime" is'],
+    ["a relative runtime state", { kind: "containerd", state: "run/containerd" }, "not state"],
+    ["a runtime state with a glob", { kind: "containerd", state: "/run/*" }, "not state"],
+    ["a runtime state of /", { kind: "containerd", state: "/" }, "not state"],
+  ] as const
+) {
+  Deno.test(`bundle verify refuses ${what}: exit 2, one line naming it`, async () => {
+    const dir = await stackBundle("host", {
+      edit: (s) => {
+        s.runtime = runtime;
+      },
+    });
+    const root = await Deno.makeTempDir();
+    const r = await stratum(["bundle", "verify", dir, "--mode", "host", "--root", root]);
+    assertEquals(r.code, 2, `${r.stdout}${r.stderr}`);
+    assert(r.stderr.includes(says), r.stderr);
+    assertEquals(r.stderr.trim().split("\n").length, 1, r.stderr);
+    await Deno.remove(dir, { recursive: true });
+    await Deno.remove(root, { recursive: true });
+  });
+}
+
 Deno.test({
   name:
     "a migration refuses a bad kernel line at preflight (exit 2, nothing changed); every modprobe and sysctl call ends its options with --",

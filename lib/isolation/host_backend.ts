@@ -12,7 +12,8 @@ import { stopWorkloads } from "./workloads.ts";
  * host, `PartOf=` the slot's `stratum-<slot>.target`, which `BindsTo=` every
  * service: starting the target starts the stack and fails when a service
  * cannot start; stopping it stops them all, and the stack's workloads
- * (containers outside its units: Stack.workloads) with them.
+ * (containers outside its units: Stack.workloads, and every container of
+ * its Stack.runtime) with them.
  */
 export class HostBackend extends SlotBackend {
   readonly mode = "host" as const;
@@ -38,7 +39,7 @@ export class HostBackend extends SlotBackend {
 
   async #stopWorkloads(ref: SlotRef, opts: CallOptions): Promise<void> {
     const stack = await readStack(this.deps.paths.slot(ref.slot)).catch(() => undefined);
-    await stopWorkloads(stack?.workloads ?? [], opts);
+    await stopWorkloads(stack, opts);
   }
 
   async prepare(spec: NodeSpec, opts: CallOptions = {}): Promise<SlotRef> {

@@ -35,6 +35,9 @@ export {
   grants,
   parseStack,
   readStack,
+  type Runtime,
+  type RuntimeKind,
+  runtimeKinds,
   type Service,
   type Stack,
 } from "./stack.ts";

@@ -42,6 +42,15 @@ export interface Stack {
    */
   readonly workloads?: readonly string[];
   /**
+   * The container runtime among the stack's services, so that stopping a
+   * host-mode slot stops every container it ran, whatever its namespace
+   * (`k8s.io`, the operator's own) or cgroup (`kubepods.slice`,
+   * `/<namespace>/<id>`): `workloads` covers only the cgroups the stack's
+   * author thought of. In nspawn mode every container is in the machine's
+   * cgroup, which systemd kills whole when the machine stops.
+   */
+  readonly runtime?: Runtime;
+  /**
    * nspawn mode only: a tar archive in the mode directory holding the
    * machine's own root tree, a node image with its own /usr and systemd
    * (as kind's node image), so the stack's userland does not depend on the
@@ -73,6 +82,24 @@ export type Grant = "kernel-log";
 /** Every grant a stack may name. */
 export const grants: readonly Grant[] = ["kernel-log"];
 
+/**
+ * A stack's container runtime, from a closed vocabulary of kinds whose
+ * containers stratum can find: `containerd` mounts each container's root
+ * file system at `<state>/io.containerd.runtime.v2.task/<namespace>/<id>/rootfs`
+ * on the host (`state` is its config's `state`, `/run/containerd` unless
+ * set), and every process of that container has it as its root.
+ */
+export interface Runtime {
+  readonly kind: RuntimeKind;
+  readonly state: string;
+}
+/** The container runtimes a stack may name. */
+export type RuntimeKind = "containerd";
+/** Every runtime kind a stack may name, with its default state directory. */
+export const runtimeKinds: Readonly<Record<RuntimeKind, { state: string }>> = {
+  containerd: { state: "/run/containerd" },
+};
+
 /** One service of a stack: a process stratum runs and systemd supervises. */
 export interface Service {
   /** Lowercase letters, digits and dashes: part of its unit's name. */
@@ -93,7 +120,16 @@ export interface Service {
 }
 
 /** The fields a stack.json may have: any other is a typo that must not pass silently. */
-const stackFields = ["services", "health", "hostFiles", "state", "workloads", "root", "grants"];
+const stackFields = [
+  "services",
+  "health",
+  "hostFiles",
+  "state",
+  "workloads",
+  "runtime",
+  "root",
+  "grants",
+];
 /** The fields a service may have. */
 const serviceFields = ["name", "exec", "after", "delegate"];
 
@@ -259,6 +295,7 @@ export function parseStack(text: string, path: string): Stack {
       );
     }
   }
+  const runtime = runtimeOf(o.runtime, path);
   const root = o.root;
   if (root !== undefined && !inSlot(root)) {
     throw new ErrBadStack(
@@ -288,9 +325,34 @@ export function parseStack(text: string, path: string): Stack {
     health: { url: health.url, ...(probe ? { exec: probe as string[] } : {}) },
     ...(hostFiles ? { hostFiles: hostFiles as Record<string, string> } : {}),
     ...(Array.isArray(workloads) && workloads.length ? { workloads: workloads as string[] } : {}),
+    ...(runtime ? { runtime } : {}),
     ...(typeof root === "string" ? { root } : {}),
     ...(Array.isArray(asked) && asked.length ? { grants: asked as Grant[] } : {}),
   };
+}
+
+/** stack.json's `runtime`, checked: `{kind, state?}`, or undefined when absent. */
+function runtimeOf(v: unknown, path: string): Runtime | undefined {
+  if (v === undefined) return undefined;
+  const kinds = Object.keys(runtimeKinds) as RuntimeKind[];
+  const o = v as Record<string, unknown>;
+  const usage = `${path}: "runtime" is {"kind": ${
+    kinds.map((k) => JSON.stringify(k)).join(" | ")
+  }, "state": "/run/containerd"} (state: the runtime's state directory, optional)`;
+  if (typeof o !== "object" || o === null || Array.isArray(o)) throw new ErrBadStack(usage);
+  const extra = Object.keys(o).filter((k) => k !== "kind" && k !== "state");
+  if (extra.length > 0 || !kinds.includes(o.kind as RuntimeKind)) throw new ErrBadStack(usage);
+  const kind = o.kind as RuntimeKind;
+  const state = o.state ?? runtimeKinds[kind].state;
+  // A plain absolute path: the stop script globs under it.
+  if (
+    typeof state !== "string" || !/^\/[A-Za-z0-9._/-]+$/.test(state) ||
+    normalize(state) !== state ||
+    state.endsWith("/") || state.split("/").some((c) => c === ".." || c === ".")
+  ) {
+    throw new ErrBadStack(`${usage}; not state ${JSON.stringify(state)}`);
+  }
+  return { kind, state };
 }
 
 /** Whether `v` is a plain relative path inside the slot (no `..`, `.`, empty part or leading /). */

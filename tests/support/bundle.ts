@@ -380,6 +380,25 @@ def escape():
             pass
 
 subprocess.Popen(["sleep", "1000"], preexec_fn=escape, start_new_session=True)
+if len(sys.argv) > 1:
+    # A container as containerd runs one, in a namespace and a cgroup the
+    # stack does not declare: its root file system under the runtime's
+    # state directory, its command run with that as its root.
+    rootfs = sys.argv[1] + "/io.containerd.runtime.v2.task/operator/c1/rootfs"
+    os.makedirs(rootfs + "/bin", exist_ok=True)
+    subprocess.run(["cp", "/bin/busybox", rootfs + "/bin/busybox"], check=True)
+    def contain():
+        for h in ["/sys/fs/cgroup"] if os.path.exists("/sys/fs/cgroup/cgroup.controllers") else glob.glob("/sys/fs/cgroup/*/"):
+            d = h.rstrip("/") + "/stratum-test-operator/c1"
+            try:
+                os.makedirs(d, exist_ok=True)
+                with open(d + "/cgroup.procs", "w") as f:
+                    f.write("0")
+            except OSError:
+                pass
+        os.chroot(rootfs)
+        os.chdir("/")
+    subprocess.Popen(["/bin/busybox", "sleep", "1001"], preexec_fn=contain, start_new_session=True)
 addr = os.environ.get("NOTIFY_SOCKET")
 if addr:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -392,11 +411,15 @@ signal.pause()
 /**
  * Writes a bundle whose one service starts a process that leaves its unit's
  * cgroup for ${workloadCgroup}, as a container runtime's containers do; the
- * stack declares that cgroup as its workloads (unless `declare: false`). Returns `dir`.
+ * stack declares that cgroup as its workloads (unless `declare: false`).
+ * With `runtime`, it also starts a "container" (`busybox sleep 1001`, its
+ * root a rootfs under the runtime's state directory, in an undeclared
+ * cgroup), and the stack names that containerd runtime when `declare`.
+ * Returns `dir`.
  */
 export async function makeWorkloadBundle(
   dir: string,
-  opts: { declare?: boolean } = {},
+  opts: { declare?: boolean; runtime?: { state: string; declare: boolean } } = {},
 ): Promise<string> {
   for (const mode of ["host", "nspawn"] as const) {
     await writeMode(join(dir, mode), {
@@ -404,9 +427,19 @@ export async function makeWorkloadBundle(
       "stack/workload.py": workloadPy,
       "stack.json": JSON.stringify(
         {
-          services: [{ name: "app", exec: ["/usr/bin/python3", "\${SLOT}/stack/workload.py"] }],
+          services: [{
+            name: "app",
+            exec: [
+              "/usr/bin/python3",
+              "\${SLOT}/stack/workload.py",
+              ...(opts.runtime ? [opts.runtime.state] : []),
+            ],
+          }],
           health: { url: "http://127.0.0.1:18091/" },
           ...(opts.declare !== false ? { workloads: [workloadCgroup] } : {}),
+          ...(opts.runtime?.declare
+            ? { runtime: { kind: "containerd", state: opts.runtime.state } }
+            : {}),
         },
         null,
         2,

@@ -86,28 +86,48 @@ try {
     await backend.destroy(ref);
   } else if (scenario === "workloads") {
     // A process of the stack outside its unit's cgroup, as a container.
-    const left = async () => {
-      const r = await new Deno.Command("pgrep", { args: ["-x", "-f", "sleep 1000"] }).output();
+    const count = async (args: string[]) => {
+      const r = await new Deno.Command("pgrep", { args }).output();
       return new TextDecoder().decode(r.stdout).trim().split("\n").filter(Boolean).length;
+    };
+    // The declared workload; a "container" of the stack's runtime (its
+    // bundle's `runtime` option), counted apart.
+    const left = () => count(["-x", "-f", "sleep 1000"]);
+    const ctr = () => count(["-f", "busybox sleep 1001"]);
+    const withCtr = Deno.args.includes("--container");
+    const up = async () => {
+      for (let i = 0; i < 100 && ((await left()) === 0 || (withCtr && (await ctr()) === 0)); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+      }
     };
     await backend.prepare(spec);
     await backend.start(ref);
-    for (let i = 0; i < 100 && (await left()) === 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await up();
     out.running = await left();
-    await backend.stop(ref);
+    out.ctrRunning = await ctr();
+    try {
+      await backend.stop(ref);
+    } catch (err) {
+      out.stopFailed = (err as Error).name;
+    }
     out.active = await systemctl.isActive(isolation.targetUnit("a"));
     out.leftAfterStop = await left();
+    out.ctrLeftAfterStop = await ctr();
+    await new Deno.Command("pkill", { args: ["-9", "-f", "busybox sleep 1001"] }).output();
     // A rollback's target: started (its workload runs), its units down, destroyed.
     await backend.start(ref);
-    for (let i = 0; i < 100 && (await left()) === 0; i++) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await up();
     await systemctl.stop([isolation.targetUnit("a")]);
     out.runningAfterUnitsStop = await left();
-    await backend.destroy(ref);
+    out.ctrRunningAfterUnitsStop = await ctr();
+    try {
+      await backend.destroy(ref);
+    } catch (err) {
+      out.destroyFailed = (err as Error).name;
+    }
     out.leftAfterDestroy = await left();
+    out.ctrLeftAfterDestroy = await ctr();
+    await new Deno.Command("pkill", { args: ["-9", "-f", "busybox sleep 1001"] }).output();
     await new Deno.Command("pkill", { args: ["-9", "-x", "-f", "sleep 1000"] }).output();
   } else {
     throw new Error(`unknown scenario ${scenario}`);

@@ -6,7 +6,8 @@
 // cut off after journal writes, upgraded and rolled back. After each:
 // - exactly one stack runs: one slot target, the one node.json names, and
 //   one containerd, one etcd, one kubelet stand-in and one pod container
-//   (the source's are gone in both modes);
+//   (the source's are gone in both modes), and no other container of the
+//   source's runtime (plantStrays);
 // - the stack's command probe passes in its own context: containerd
 //   answers, the container started by the target runs and reads the volume;
 // - containerd's store holds the same image blobs (same inodes: the image
@@ -38,6 +39,9 @@
 //   there), and the sandbox's node_state_test rolls the same stack back in
 //   both directions.
 // - install: install in nspawn mode and the power cut (quick); off: skipped.
+// - containers: install in nspawn mode, then a move each way, each from a
+//   source whose runtime runs two containers the stack did not declare
+//   (plantStrays; CI plants them before its kill and its move → nspawn).
 // STRATUM_VM_NODE_IMAGE=1 builds the bundle's nspawn mode with the test node
 // image (tests/support/node_image.ts) as its own root tree; every nspawn-mode
 // check then also finds the image's mark in the machine and no host /usr bound.
@@ -81,6 +85,8 @@ const steps = journalSteps(await readStepTable());
 const finishes = finishesAfter(steps);
 
 const stratum = "/srv/payload/stratum";
+/** The stray containers' command line: `sleep <mark>1`, `sleep <mark>2` (plantStrays). */
+const strayMark = "86400";
 const bundles = { "1": "/srv/payload/node-bundle", "2": "/srv/payload/node-bundle-2" } as const;
 type Version = keyof typeof bundles;
 const blobs = "/var/lib/containerd/io.containerd.content.v1.content/blobs/sha256";
@@ -106,7 +112,7 @@ Deno.test({
     const vmImage = await buildImage();
     await using vm = await vmWithArtifact(vmImage.dir, stratumBin!, async (payload) => {
       // Release 2 is the same stack built again with another version: an upgrade.
-      for (const v of which === "install" ? ["1"] : ["1", "2"]) {
+      for (const v of which === "install" || which === "containers" ? ["1"] : ["1", "2"]) {
         const built = await new Deno.Command("bash", {
           args: [
             join(repoRoot, "examples/node-stack/build.sh"),
@@ -187,6 +193,45 @@ Deno.test({
       await whole("after install");
     });
 
+    /**
+     * Starts two containers the stack's stand-in did not, through the
+     * node's runtime (in the machine in nspawn mode): one in containerd
+     * namespace `operator` (its default cgroup /operator/<id>), one in
+     * `k8s.io` under a kubepods cgroup, as kubelet's pods are. Neither is in
+     * the stack's declared workloads (/stratum): the next move must stop
+     * them with its source all the same (issue: two runtimes running the
+     * node's containers). assertStack finds none left after every step.
+     */
+    let strays = 0;
+    const plantStrays = async () => {
+      const n = ++strays;
+      const st = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
+      const inMachine = st.mode === "nspawn";
+      const dir = inMachine ? "/opt/node" : `/var/lib/stratum/slots/${st.slot}/opt/node`;
+      const ctr = `${dir}/bin/ctr --address /run/containerd/containerd.sock`;
+      const script = [
+        `${ctr} -n operator images import ${dir}/image/busybox-oci.tar >/dev/null`,
+        `${ctr} -n operator run -d stratum.local/busybox:1 stray-op-${n} sleep ${strayMark}1`,
+        `${ctr} -n k8s.io images import ${dir}/image/busybox-oci.tar >/dev/null`,
+        `${ctr} -n k8s.io run -d --cgroup /kubepods/besteffort/pod-stray/c${n} ` +
+        `stratum.local/busybox:1 stray-kp-${n} sleep ${strayMark}2`,
+      ].join(" && ");
+      const r = await vm.exec([
+        "sh",
+        "-c",
+        inMachine
+          ? `pid=$(systemctl show -P MainPID stratum-${st.slot}-machine.service); ` +
+            `nsenter -t $(cat /proc/$pid/task/$pid/children) -m sh -c '${script}'`
+          : script,
+      ]);
+      assertEquals(r.code, 0, `strays started in ${st.mode} mode: ${r.stdout}${r.stderr}`);
+      assertEquals(
+        (await vm.exec(["pgrep", "-c", "-f", `^sleep ${strayMark}`])).stdout.trim(),
+        "2",
+        "both strays run before the move",
+      );
+    };
+
     if (which === "all") {
       await stage(
         "install again: the same mode and bundle is already-installed (0), another mode exits 2 naming migrate run",
@@ -262,8 +307,12 @@ Deno.test({
       }
     } else if (which === "ci") {
       await stage(
-        "SIGKILL after awaiting-ready is recorded, nspawn → host: resume completes in host mode",
-        () => crashAfter("nspawn", "awaiting-ready", "kill"),
+        "SIGKILL after awaiting-ready is recorded, nspawn → host, two stray containers in the " +
+          "machine: resume completes in host mode, none left",
+        async () => {
+          await plantStrays();
+          await crashAfter("nspawn", "awaiting-ready", "kill");
+        },
       );
     }
 
@@ -320,6 +369,21 @@ Deno.test({
       await ack(`migrate → ${to}`);
     };
 
+    if (which === "containers") {
+      // The runtime's every container stops with its slot, in both modes
+      // (a quick chain: install, then a move each way, each from a source
+      // running two containers the stack did not declare).
+      await stage("nspawn → host with two stray containers in the machine: none left", async () => {
+        await plantStrays();
+        await move();
+      });
+      await stage("host → nspawn with two stray containers on the host: none left", async () => {
+        await plantStrays();
+        await move();
+      });
+      return;
+    }
+
     if (which === "all") {
       await stage(
         "upgrade in nspawn mode to release 2: it runs, the same image, every key",
@@ -346,7 +410,14 @@ Deno.test({
           failedMove,
         );
       }
-      await stage("migrate → nspawn: one stack, its container, the same image, every key", move);
+      await stage(
+        "migrate → nspawn with two stray containers on the host: one stack, its container, none " +
+          "left, the same image, every key",
+        async () => {
+          await plantStrays();
+          await move();
+        },
+      );
     }
     await stage(
       "a power cut: the node boots back to its stack and container, no command",
@@ -464,6 +535,13 @@ async function assertStack(
     ]);
     if (counts.stdout.trim() === "1\n1\n1\n1") break;
   }
+  // No container the runtime ran is left but the pod's (plantStrays).
+  const left = await vm.exec([
+    "sh",
+    "-c",
+    `ps -eo pid,cgroup:60,args | grep '[s]leep ${strayMark}'`,
+  ]);
+  assertEquals(left.stdout, "", `${label}: containers of the source's runtime still run`);
   assertEquals(
     counts!.stdout.trim().split("\n"),
     ["1", "1", "1", "1"],
@@ -486,7 +564,14 @@ async function assertStack(
   let st = await vm.exec(["/srv/payload/stratum", "node", "status", "--json"]);
   const late: string[] = [];
   for (const t1 = performance.now(); st.code !== 0 && performance.now() - t1 < 60_000;) {
-    late.push(`exit ${st.code}: ${st.stdout.trim().replace(/\s+/g, " ").slice(0, 400)}`);
+    const said = (() => {
+      try {
+        return JSON.stringify(JSON.parse(st.stdout).health);
+      } catch {
+        return st.stdout.trim().replace(/\s+/g, " ").slice(0, 400);
+      }
+    })();
+    late.push(`exit ${st.code}: health ${said} ${st.stderr.trim().slice(0, 300)}`);
     await new Promise((r) => setTimeout(r, 2000));
     st = await vm.exec(["/srv/payload/stratum", "node", "status", "--json"]);
   }

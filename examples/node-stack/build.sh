@@ -8,6 +8,15 @@
 #   build.sh OUT [VERSION]     writes the bundle (both modes) to OUT, made with
 #                              `stratum bundle make` ($STRATUM, default: stratum)
 #
+# With KUBELET=PATH (a kubelet v1.26 binary; no Debian release ships one,
+# so it is built from source), it builds the Kubernetes worker stack
+# instead: containerd with its CRI plugin and systemd cgroups, runc, CNI
+# from containernetworking-plugins, a pause image built here, kubelet with
+# a KubeletConfiguration, its pods' kubepods.slice among the workloads and
+# its /healthz as the health; the node's kubeconfig is read from state
+# (/var/lib/kubelet/kubeconfig, provisioned once per node; `node install
+# --adopt-state /var/lib/kubelet`). No etcd: the control plane is elsewhere.
+#
 # With NODE_IMAGE=TAR, nspawn mode carries that root tree (a node image with
 # systemd, python3 and util-linux's mount: e.g. a Debian minbase made by
 # mmdebstrap) as rootfs.tar, stack.json's "root": its machine then runs on
@@ -21,8 +30,15 @@ version=${2:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 stratum=${STRATUM:-stratum}
 
+kubelet=${KUBELET:-}
+if [ -n "$kubelet" ] && ! "$kubelet" --version 2>/dev/null | grep -q '^Kubernetes v1\.'; then
+  echo "build.sh: KUBELET=$kubelet is not a kubelet (its --version does not say Kubernetes v1.x)" >&2
+  exit 2
+fi
+need=(containerd runc etcd-server etcd-client busybox-static python3)
+[ -n "$kubelet" ] && need=(containerd runc containernetworking-plugins busybox-static)
 missing=()
-for p in containerd runc etcd-server etcd-client busybox-static python3; do
+for p in "${need[@]}"; do
   dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -60,16 +76,34 @@ blob() { # FILE -> stores it, prints "sha256:HEX SIZE"
   echo "sha256:$d $(stat -c %s "$1")"
 }
 read -r layer_digest layer_size < <(blob "$work/layer.tar")
-printf '{"architecture":"%s","os":"linux","config":{"Cmd":["/bin/sh"]},"rootfs":{"type":"layers","diff_ids":["%s"]}}' \
-  "$arch" "$layer_digest" >"$work/config.json"
-read -r config_digest config_size < <(blob "$work/config.json")
-printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"%s","size":%s}]}' \
-  "$config_digest" "$config_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
-read -r manifest_digest manifest_size < <(blob "$work/manifest.json")
-printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"stratum.local/busybox:1","org.opencontainers.image.ref.name":"1"}}]}' \
-  "$manifest_digest" "$manifest_size" "$arch" >"$work/oci/index.json"
-echo '{"imageLayoutVersion":"1.0.0"}' >"$work/oci/oci-layout"
-tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/oci" -cf "$work/busybox-oci.tar" .
+# oci_image NAME REF CMD_JSON OUT: an OCI image layout tar of the busybox layer.
+oci_image() {
+  rm -rf "$work/oci/index.json" "$work/oci/oci-layout"
+  printf '{"architecture":"%s","os":"linux","config":{"Cmd":%s},"rootfs":{"type":"layers","diff_ids":["%s"]}}' \
+    "$arch" "$3" "$layer_digest" >"$work/config.json"
+  read -r config_digest config_size < <(blob "$work/config.json")
+  printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"%s","size":%s}]}' \
+    "$config_digest" "$config_size" "$layer_digest" "$layer_size" >"$work/manifest.json"
+  read -r manifest_digest manifest_size < <(blob "$work/manifest.json")
+  printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"%s","size":%s,"platform":{"architecture":"%s","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
+    "$manifest_digest" "$manifest_size" "$arch" "$1" "$2" >"$work/oci/index.json"
+  echo '{"imageLayoutVersion":"1.0.0"}' >"$work/oci/oci-layout"
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$work/oci" -cf "$4" .
+  rm -rf "$work/oci/blobs/sha256/${config_digest#sha256:}" "$work/oci/blobs/sha256/${manifest_digest#sha256:}"
+}
+oci_image stratum.local/busybox:1 1 '["/bin/sh"]' "$work/busybox-oci.tar"
+# The pod sandbox ("pause") image kubelet's pods share: it waits for a
+# signal, and nothing is ever pulled (an air-gapped node).
+oci_image stratum.local/pause:1 1 '["/bin/sh","-c","trap \"exit 0\" TERM INT; while :; do sleep 3600 \u0026 wait; done"]' \
+  "$work/pause-oci.tar"
+
+if [ -n "$kubelet" ]; then
+  # shellcheck source=kubelet-stack.sh
+  . "$here/kubelet-stack.sh"
+  $stratum bundle make "$out" --version "$version" >&2
+  echo "$out"
+  exit 0
+fi
 
 for mode in host nspawn; do
   m=$out/$mode
@@ -86,11 +120,20 @@ for mode in host nspawn; do
   # them when it prepares the slot and puts them back on a rollback).
   mkdir -p "$m/host-files"
   printf 'overlay\nbr_netfilter\n' >"$m/host-files/modules.conf"
-  printf 'net.ipv4.ip_forward = 1\nnet.bridge.bridge-nf-call-iptables = 1\n' >"$m/host-files/sysctl.conf"
+  # kubelet's own kernel settings too: it sets them at start and cannot in
+  # a machine (read-only /proc/sys), so they are set on the host first.
+  printf '%s\n' 'net.ipv4.ip_forward = 1' 'net.bridge.bridge-nf-call-iptables = 1' \
+    'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
+    'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' \
+    >"$m/host-files/sysctl.conf"
   # The pod's container lives in the cgroup containerd's default gives it
   # (/<namespace>/<id>), outside containerd's unit (in nspawn mode: inside
   # the machine, outside its units): declared, so stopping the slot stops it.
   workloads='"workloads": ["/stratum"],'
+  # Every other container containerd runs, in any namespace or cgroup
+  # (kubelet's pods in k8s.io, the operator's own): found by their root file
+  # systems under its state directory, and stopped with a host-mode slot.
+  runtime='"runtime": {"kind": "containerd", "state": "/run/containerd"},'
   root=''
   if [ "$mode" = nspawn ] && [ -n "$image" ]; then
     cp "$image" "$m/rootfs.tar"
@@ -132,7 +175,7 @@ for mode in host nspawn; do
     "/etc/modules-load.d/stratum.conf": "host-files/modules.conf",
     "/etc/sysctl.d/90-stratum.conf": "host-files/sysctl.conf"
   },
-  $workloads $root $grants
+  $workloads $runtime $root $grants
   "state": ["/var/lib/containerd", "/var/lib/etcd-node", "/var/lib/kubelet"]
 }
 JSON

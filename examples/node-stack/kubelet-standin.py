@@ -41,6 +41,48 @@ def kernel_log():
                          % e.strerror.lower())
 
 
+def cgroup_controllers():
+    """kubelet's container manager reads the cgroup controllers it may use.
+    On cgroup v2 it panics when it cannot ("cannot read cgroup controllers
+    at /sys/fs/cgroup"); on v1 it refuses to start without cpu, cpuacct,
+    cpuset and memory mounted ("system validation failed - Following Cgroup
+    subsystem not mounted")."""
+    root = "/sys/fs/cgroup"
+    if os.path.exists(root + "/cgroup.controllers"):
+        try:
+            open(root + "/cgroup.controllers").read()
+        except OSError:
+            raise SystemExit("cannot read cgroup controllers at %s" % root)
+        return
+    want = {"cpu", "cpuacct", "cpuset", "memory"}
+    for line in open("/proc/self/mounts"):
+        f = line.split()
+        if len(f) > 3 and f[2] == "cgroup":
+            want -= set(f[3].split(","))
+    if want:
+        raise SystemExit("system validation failed - Following Cgroup subsystem not mounted: [%s]"
+                         % " ".join(sorted(want)))
+
+
+def kernel_tunables():
+    """kubelet's container manager sets these kernel settings itself and will
+    not start when it cannot (setupKernelTunables, "Failed to start
+    ContainerManager"): in an nspawn machine /proc/sys is read-only, so the
+    stack's host files set them on the host first."""
+    want = {"vm/overcommit_memory": "1", "vm/panic_on_oom": "0", "kernel/panic": "10",
+            "kernel/panic_on_oops": "1", "kernel/keys/root_maxkeys": "1000000",
+            "kernel/keys/root_maxbytes": "25000000"}
+    for key, value in want.items():
+        path = "/proc/sys/" + key
+        if open(path).read().strip() == value:
+            continue
+        try:
+            with open(path, "w") as f:
+                f.write(value)
+        except OSError as e:
+            raise SystemExit("Failed to start ContainerManager: open %s: %s" % (path, e.strerror.lower()))
+
+
 def ready():
     addr = os.environ.get("NOTIFY_SOCKET")
     if addr:
@@ -51,6 +93,8 @@ def ready():
 
 
 kernel_log()
+cgroup_controllers()
+kernel_tunables()
 for _ in range(100):
     if run("version", check=False).returncode == 0:
         break

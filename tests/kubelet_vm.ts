@@ -1,0 +1,365 @@
+// deno-lint-ignore-file no-console
+// A real kubelet through the moves (`deno task test:kubelet`, not part of
+// the README's test command: kubelet and kube-apiserver are built from
+// source, which CI cannot reach; scripts/test_kubelet.ts skips the whole
+// task with one line without them). In the VM (its own kernel, cgroup v2):
+// a kube-apiserver and its etcd on the node as host services outside the
+// node's stack, the node's credentials provisioned under /var/lib/kubelet
+// before the first install (as cloud-init or `kubeadm join` would) and
+// adopted by `node install --adopt-state`, and the worker stack
+// examples/node-stack/build.sh makes with KUBELET= (containerd with CRI and
+// systemd cgroups, runc, CNI bridge, a preloaded pause image). Installed in
+// host mode, moved to nspawn mode and back. After each step:
+// - the Node is Ready, and every pod Running and Ready: a static pod, an
+//   API pod reading its Secret and ConfigMap volumes, a pod on the CNI
+//   bridge with an address from it;
+// - exactly one kubelet and one containerd run on the whole guest, and one
+//   pod sandbox per pod: no container of the source is left;
+// - containerd's image blobs are the same files (same inodes: never
+//   imported again);
+// - `node status` exits 0 (kubelet's /healthz answers).
+// Times (TCG) are printed at the end: the move until every pod is Ready
+// again, against the stack's own restart in the target mode.
+
+import { join } from "node:path";
+import $ from "dax";
+import { assert, assertEquals } from "./support/assert.ts";
+import { repoRoot } from "./support/sandbox.ts";
+import { buildImage, type Vm, vmWithArtifact } from "./support/vm.ts";
+
+const kubeletBin = Deno.env.get("KUBELET_BIN")!;
+const apiserverBin = Deno.env.get("KUBE_APISERVER_BIN")!;
+const stratumBin = Deno.env.get("STRATUM_BIN")!;
+const kubectlBin = Deno.env.get("KUBECTL_BIN") ?? "kubectl";
+
+const stratum = "/srv/payload/stratum";
+const bundle = "/srv/payload/kubelet-bundle";
+const kubectl = "/srv/payload/kubectl --kubeconfig /srv/payload/pki/admin.kubeconfig";
+const blobs = "/var/lib/containerd/io.containerd.content.v1.content/blobs/sha256";
+const pods = ["api-pod", "net-pod", "static-web-node-1"];
+type Mode = "host" | "nspawn";
+
+const times = new Map<string, number[]>();
+const note = (what: string, ms: number) => times.set(what, [...(times.get(what) ?? []), ms]);
+
+/** The CA, the apiserver's serving pair, the service-account keys, two client identities. */
+async function makePki(dir: string): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  const p = (f: string) => join(dir, f);
+  const openssl = (args: string[]) => $`openssl ${args}`.quiet();
+  await openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"].concat(
+    ["-subj", "/CN=stratum-test-kubernetes-ca", "-keyout", p("ca.key"), "-out", p("ca.crt")],
+  ));
+  const sign = async (name: string, subj: string, ext?: string) => {
+    await openssl(["req", "-newkey", "rsa:2048", "-nodes", "-subj", subj].concat(
+      ["-keyout", p(`${name}.key`), "-out", p(`${name}.csr`)],
+    ));
+    if (ext) await Deno.writeTextFile(p(`${name}.ext`), ext);
+    await openssl(["x509", "-req", "-in", p(`${name}.csr`), "-CA", p("ca.crt")].concat(
+      ["-CAkey", p("ca.key"), "-CAcreateserial", "-days", "2", "-out", p(`${name}.crt`)],
+      ext ? ["-extfile", p(`${name}.ext`)] : [],
+    ));
+  };
+  await sign(
+    "apiserver",
+    "/CN=kube-apiserver",
+    "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,IP:10.99.0.1,DNS:kubernetes,DNS:kubernetes.default\n",
+  );
+  await sign("admin", "/O=system:masters/CN=admin");
+  await sign("node", "/O=system:nodes/CN=system:node:node-1");
+  await openssl(["genrsa", "-out", p("sa.key"), "2048"]);
+  await openssl(["rsa", "-in", p("sa.key"), "-pubout", "-out", p("sa.pub")]);
+  const b64 = async (f: string) =>
+    btoa(String.fromCharCode(...new TextEncoder().encode(await Deno.readTextFile(p(f)))));
+  const kubeconfig = async (user: string) =>
+    `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: https://127.0.0.1:6443
+    certificate-authority-data: ${await b64("ca.crt")}
+users:
+- name: ${user}
+  user:
+    client-certificate-data: ${await b64(`${user}.crt`)}
+    client-key-data: ${await b64(`${user}.key`)}
+contexts:
+- name: test
+  context: {cluster: test, user: ${user}}
+current-context: test
+`;
+  await Deno.writeTextFile(p("admin.kubeconfig"), await kubeconfig("admin"));
+  await Deno.writeTextFile(p("node.kubeconfig"), await kubeconfig("node"));
+}
+
+/** The control plane and the node's network, as units of the guest (they come back after a power cut). */
+const controlPlaneUnits = `
+cat >/etc/systemd/system/test-net.service <<'EOF'
+[Unit]
+Description=a node address and a default route (kubelet will not take loopback)
+DefaultDependencies=no
+Before=network.target stratum-boot.service
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'ip link add dummy0 type dummy 2>/dev/null; ip addr replace 10.99.0.1/24 dev dummy0; ip link set dummy0 up; ip route replace default dev dummy0'
+[Install]
+WantedBy=multi-user.target
+EOF
+cat >/etc/systemd/system/test-cp-etcd.service <<'EOF'
+[Unit]
+Description=the control plane's etcd (not the node's stack)
+After=test-net.service
+[Service]
+ExecStart=/usr/bin/etcd --name cp --data-dir /var/lib/test-cp-etcd --listen-client-urls http://127.0.0.1:12379 --advertise-client-urls http://127.0.0.1:12379 --listen-peer-urls http://127.0.0.1:12380 --initial-advertise-peer-urls http://127.0.0.1:12380 --initial-cluster cp=http://127.0.0.1:12380
+[Install]
+WantedBy=multi-user.target
+EOF
+cat >/etc/systemd/system/test-cp-apiserver.service <<'EOF'
+[Unit]
+Description=kube-apiserver (not the node's stack)
+After=test-cp-etcd.service test-net.service
+Wants=test-cp-etcd.service
+[Service]
+ExecStart=/srv/payload/kube-apiserver --etcd-servers=http://127.0.0.1:12379 --secure-port=6443 --advertise-address=10.99.0.1 --service-cluster-ip-range=10.96.0.0/16 --client-ca-file=/srv/payload/pki/ca.crt --tls-cert-file=/srv/payload/pki/apiserver.crt --tls-private-key-file=/srv/payload/pki/apiserver.key --service-account-key-file=/srv/payload/pki/sa.pub --service-account-signing-key-file=/srv/payload/pki/sa.key --service-account-issuer=https://kubernetes.default.svc --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --disable-admission-plugins=ServiceAccount --allow-privileged=true
+Restart=always
+[Install]
+WantedBy=multi-user.target
+EOF
+systemctl daemon-reload
+systemctl enable --now test-net.service test-cp-etcd.service test-cp-apiserver.service
+`;
+
+const podsYaml = `apiVersion: v1
+kind: Secret
+metadata: {name: s1, namespace: default}
+stringData: {token: secret-token-1}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c1, namespace: default}
+data: {conf: config-1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api-pod, namespace: default}
+spec:
+  nodeName: node-1
+  hostNetwork: true
+  automountServiceAccountToken: false
+  volumes:
+  - {name: s, secret: {secretName: s1}}
+  - {name: c, configMap: {name: c1}}
+  containers:
+  - name: c
+    image: stratum.local/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 2 & wait; done"]
+    volumeMounts: [{name: s, mountPath: /s}, {name: c, mountPath: /c}]
+    readinessProbe: {exec: {command: ["/bin/cat", "/s/token", "/c/conf"]}, periodSeconds: 2}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: net-pod, namespace: default}
+spec:
+  nodeName: node-1
+  automountServiceAccountToken: false
+  containers:
+  - name: c
+    image: stratum.local/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 2 & wait; done"]
+    readinessProbe: {exec: {command: ["/bin/cat", "/sys/class/net/eth0/address"]}, periodSeconds: 2}
+`;
+
+const staticPod = `apiVersion: v1
+kind: Pod
+metadata: {name: static-web, namespace: default}
+spec:
+  hostNetwork: true
+  containers:
+  - name: c
+    image: stratum.local/busybox:1
+    imagePullPolicy: Never
+    command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 2 & wait; done"]
+`;
+
+Deno.test({
+  name:
+    "a real kubelet registered with a real apiserver: installed in host mode, moved to nspawn " +
+    "and back; Node Ready, every pod Ready, one kubelet, images kept",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    const vmImage = await buildImage();
+    await using vm = await vmWithArtifact(vmImage.dir, stratumBin, async (payload) => {
+      const built = await new Deno.Command("bash", {
+        args: [
+          join(repoRoot, "examples/node-stack/build.sh"),
+          join(payload, "kubelet-bundle"),
+          "1",
+        ],
+        env: { STRATUM: stratumBin, KUBELET: kubeletBin },
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+      await Deno.copyFile(apiserverBin, join(payload, "kube-apiserver"));
+      const kc = (await $`which ${kubectlBin}`.text()).trim();
+      await Deno.copyFile(await Deno.realPath(kc), join(payload, "kubectl"));
+      await makePki(join(payload, "pki"));
+    });
+    await vm.boot();
+    await vm.sh(controlPlaneUnits);
+    // The node's credentials, as cloud-init writes them before the first install.
+    await vm.sh(
+      "mkdir -p /var/lib/kubelet/pki /var/lib/kubelet/static-pods && " +
+        "cp /srv/payload/pki/node.kubeconfig /var/lib/kubelet/kubeconfig && " +
+        "cp /srv/payload/pki/ca.crt /var/lib/kubelet/pki/ca.crt && chmod 600 /var/lib/kubelet/kubeconfig",
+    );
+    await vm.sh(`cat >/var/lib/kubelet/static-pods/static-web.yaml <<'EOF'\n${staticPod}EOF`);
+    await waitFor(vm, "the apiserver answers", `${kubectl} get --raw /readyz`, 300_000);
+
+    const node = { mode: "host" as Mode, inodes: "" };
+    const stage = (name: string, f: () => Promise<void>) =>
+      t.step(name, async () => {
+        try {
+          await f();
+        } catch (e) {
+          console.error(`${name}: failed; the guest:\n${await evidence(vm)}`);
+          throw e;
+        }
+      });
+
+    await stage(
+      "node install in host mode adopting /var/lib/kubelet: Node Ready, pods Ready",
+      async () => {
+        const r = await vm.exec([
+          stratum,
+          "node",
+          "install",
+          "--mode",
+          "host",
+          "--bundle",
+          bundle,
+          "--node",
+          "node-1",
+          "--adopt-state",
+          "/var/lib/kubelet",
+        ]);
+        assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
+        await waitFor(vm, "Node Ready", nodeReady, 300_000);
+        await vm.sh(`${kubectl} apply -f - <<'EOF'\n${podsYaml}EOF`);
+        const t0 = performance.now();
+        await waitFor(vm, "every pod Ready", allReady, 300_000);
+        note("install: pods applied → every pod Ready", performance.now() - t0);
+        node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
+        await whole(vm, node.mode, node.inodes, "after install");
+      },
+    );
+
+    const move = async (to: Mode) => {
+      const t0 = performance.now();
+      const r = await vm.exec([
+        stratum,
+        "migrate",
+        "run",
+        "--to",
+        to,
+        "--bundle",
+        bundle,
+        "--json",
+      ]);
+      assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
+      assertEquals(JSON.parse(r.stdout).outcome, "complete");
+      note(`migrate → ${to}: run`, performance.now() - t0);
+      await waitFor(vm, "Node Ready", nodeReady, 300_000);
+      await waitFor(vm, "every pod Ready", allReady, 300_000);
+      note(`migrate → ${to}: run start → every pod Ready`, performance.now() - t0);
+      node.mode = to;
+      await whole(vm, to, node.inodes, `after migrate → ${to}`);
+      assertEquals((await vm.exec([stratum, "migrate", "ack"])).code, 0);
+      // The stack's own restart in the target mode, its pods stopped too (as
+      // a move stops them; in nspawn mode they die with the machine), for
+      // the ratio.
+      const slot = JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot;
+      const t1 = performance.now();
+      await vm.sh(
+        `systemctl stop stratum-${slot}.target; systemctl stop kubepods.slice 2>/dev/null; ` +
+          `systemctl start stratum-${slot}.target`,
+      );
+      await waitFor(vm, "every pod Ready", allReady, 300_000);
+      note(`restart in ${to}: stop → every pod Ready`, performance.now() - t1);
+      await whole(vm, to, node.inodes, `after a restart in ${to}`);
+    };
+    await stage(
+      "migrate → nspawn: Node Ready, every pod Ready, one kubelet, images kept",
+      () => move("nspawn"),
+    );
+    await stage(
+      "migrate → host: Node Ready, every pod Ready, one kubelet, images kept",
+      () => move("host"),
+    );
+
+    for (const [what, ms] of times) {
+      console.error(
+        `real kubelet (TCG): ${what}: ${ms.map((m) => (m / 1000).toFixed(1)).join(", ")} s`,
+      );
+    }
+  },
+});
+
+const nodeReady =
+  `${kubectl} get node node-1 -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' | grep -qx True`;
+
+/** Every pod Running and Ready (the static pod's mirror included). */
+const allReady = `out=$(${kubectl} get pods -o jsonpath='{range .items[*]}{.metadata.name} ` +
+  `{.status.phase} {.status.conditions[?(@.type=="Ready")].status}{"\\n"}{end}'); ` +
+  `for p in ${pods.join(" ")}; do echo "$out" | grep -qx "$p Running True" || exit 1; done`;
+
+async function waitFor(vm: Vm, what: string, script: string, limitMs: number): Promise<void> {
+  const t0 = performance.now();
+  let last = "";
+  for (;;) {
+    const r = await vm.exec(["sh", "-c", script], { timeoutMs: 60_000 });
+    if (r.code === 0) return;
+    last = `${r.stdout}${r.stderr}`;
+    if (performance.now() - t0 > limitMs) {
+      throw new Error(`${what}: not after ${limitMs / 1000} s: ${last}\n${await evidence(vm)}`);
+    }
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+/** The node whole in `mode`: one kubelet and containerd, one sandbox per pod, the same blobs, healthy. */
+async function whole(vm: Vm, mode: Mode, inodes: string, label: string): Promise<void> {
+  const st = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
+  assertEquals(st.mode, mode, `${label}: node.json`);
+  const counts = await vm.sh(
+    "pgrep -c -x kubelet; pgrep -c -x containerd; pgrep -c -f '^/bin/sh -c trap \"exit 0\" TERM INT'",
+  ).catch((e) => String(e));
+  assertEquals(
+    counts.trim().split("\n"),
+    ["1", "1", String(pods.length)],
+    `${label}: one kubelet, one containerd, one pod sandbox per pod: ${await vm
+      .sh("ps -eo pid,cgroup:70,args | grep -E 'kubelet|containerd|exit 0' | grep -v grep")
+      .catch(String)}`,
+  );
+  assertEquals(await vm.sh(`ls -i ${blobs} | sort`), inodes, `${label}: the same image blobs`);
+  const ip = await vm.sh(`${kubectl} get pod net-pod -o jsonpath='{.status.podIP}'`);
+  assert(ip.startsWith("10.244.0."), `${label}: the CNI pod's address: ${ip}`);
+  const ns = await vm.exec([stratum, "node", "status", "--json"]);
+  assertEquals(ns.code, 0, `${label}: node status: ${ns.stdout}${ns.stderr}`);
+}
+
+async function evidence(vm: Vm): Promise<string> {
+  const r = await vm.exec([
+    "sh",
+    "-c",
+    `systemctl status 'stratum-*' 'test-*' --no-pager 2>&1 | tail -40; ` +
+    `journalctl -u 'stratum-*' --no-pager 2>&1 | grep -iE 'error|fail' | tail -40; ` +
+    `${kubectl} get nodes,pods -o wide 2>&1; ${kubectl} describe pods 2>&1 | tail -40`,
+  ]).catch((e) => ({ code: -1, stdout: String(e), stderr: "" }));
+  return r.stdout;
+}

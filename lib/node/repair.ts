@@ -119,10 +119,10 @@ export async function repair(o: RepairOptions): Promise<Repaired> {
       );
       return { intact: true, mode: current.mode, digest, version };
     }
-    o.log(`repair: the running release is damaged: ${damage}`);
-    const announce = `repair: ${current.mode} mode, release ${
+    // Said once preflight passed, as an upgrade's line: a refusal says one line only.
+    const announce = `repair: the running release is damaged (${damage}); release ${
       version ?? "?"
-    } rebuilt from ${o.bundle}, slot ${current.slot} → ${
+    } rebuilt from ${o.bundle}, ${current.mode} mode, slot ${current.slot} → ${
       current.slot === "a" ? "b" : "a"
     }, bundle ${digest}`;
     const r = await runRecorded(

@@ -174,6 +174,7 @@ Deno.test("every --json document says its outcome and the operator's next action
     ["node", "install", "--mode", "host", "--bundle", "/nonexistent", "--root", root],
     ["node", "upgrade", "--bundle", dir, "--root", root],
     ["node", "rollback", "--root", root],
+    ["node", "repair", "--bundle", dir, "--root", root],
   ];
   const lacking: string[] = [];
   for (const args of cases) {

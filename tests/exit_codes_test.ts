@@ -48,6 +48,7 @@ const commands: Record<string, string[]> = {
   "node install": ["node", "install", "--mode", "host", "--bundle", bundleDir, "--node", "n1"],
   "node upgrade": ["node", "upgrade", "--bundle", bundleDir],
   "node rollback": ["node", "rollback"],
+  "node repair": ["node", "repair", "--bundle", bundleDir],
   "node status": ["node", "status"],
   "node boot": ["node", "boot"],
 };
@@ -78,6 +79,7 @@ const rows: Row[] = [
       "node install",
       "node upgrade",
       "node rollback",
+      "node repair",
       "node boot",
     ],
   },
@@ -98,6 +100,7 @@ const rows: Row[] = [
       "node install",
       "node upgrade",
       "node rollback",
+      "node repair",
       "node boot",
     ],
   },
@@ -110,7 +113,7 @@ const rows: Row[] = [
     },
     code: 2,
     outcome: "bad-input",
-    commands: ["migrate run", "node install", "node upgrade", "node rollback"],
+    commands: ["migrate run", "node install", "node upgrade", "node rollback", "node repair"],
   },
 ];
 
@@ -187,6 +190,7 @@ Deno.test({
         "node install",
         "node upgrade",
         "node rollback",
+        "node repair",
         "node boot",
       ]
     ) {

@@ -34,6 +34,7 @@ const commands: Record<string, string[]> = {
   "node install": ["node", "install", "--mode", "host", "--bundle", bundleDir, "--node", "n1"],
   "node upgrade": ["node", "upgrade", "--bundle", bundleDir],
   "node rollback": ["node", "rollback"],
+  "node repair": ["node", "repair", "--bundle", bundleDir],
   "node status": ["node", "status"],
   "node boot": ["node", "boot", "--wait-lock", "0"],
   "node history": ["node", "history"],
@@ -45,6 +46,7 @@ const changing = [
   "node install",
   "node upgrade",
   "node rollback",
+  "node repair",
   "node boot",
 ];
 const drivesSystemd = [
@@ -53,6 +55,7 @@ const drivesSystemd = [
   "node install",
   "node upgrade",
   "node rollback",
+  "node repair",
   "node boot",
   "node status",
 ];

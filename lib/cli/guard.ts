@@ -14,6 +14,7 @@ export const changesNode: ReadonlySet<string> = new Set([
   "node install",
   "node upgrade",
   "node rollback",
+  "node repair",
   "node boot",
 ]);
 
@@ -30,6 +31,7 @@ export const drivesThisMachine: ReadonlySet<string> = new Set([
   "node install",
   "node upgrade",
   "node rollback",
+  "node repair",
   "node boot",
   "node status",
 ]);

@@ -1,3 +1,4 @@
+import * as bundle from "../bundle/mod.ts";
 import { find } from "../errors/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "./exit.ts";
@@ -41,6 +42,10 @@ export function outcomeOf(journal: migrate.Journal | undefined, ended?: Ended): 
     const unrecorded = journal?.step !== migrate.StepFailed
       ? " (the journal could not record it)"
       : "";
+    // The rollback could not start the source because its release does
+    // not match what was signed (a repair of that release, interrupted):
+    // nothing else can run it again but a repair.
+    const damagedSource = find(find(error, migrate.ErrRollbackFailed), bundle.BundleError);
     return {
       outcome: "failed",
       exitCode: ExitAttention,
@@ -50,9 +55,11 @@ export function outcomeOf(journal: migrate.Journal | undefined, ended?: Ended): 
         ? "not-needed"
         : "failed",
       message: (error?.message ?? journal?.message ?? "") + unrecorded || null,
-      nextAction: `needs attention: neither stack is known to run${
-        journal ? ` (slots ${journal.sourceSlot} and ${journal.targetSlot})` : ""
-      }; check \`systemctl status 'stratum-*.target'\`, bring one stack up by hand, make /etc/stratum/node.json name it, then \`stratum migrate ack\``,
+      nextAction: damagedSource
+        ? `needs attention: the source's release does not match what was signed (${damagedSource.message}) and was not started again; run \`stratum migrate ack\`, then \`stratum node repair --bundle DIR\` with the operator's copy of that release`
+        : `needs attention: neither stack is known to run${
+          journal ? ` (slots ${journal.sourceSlot} and ${journal.targetSlot})` : ""
+        }; check \`systemctl status 'stratum-*.target'\`, bring one stack up by hand, make /etc/stratum/node.json name it, then \`stratum migrate ack\``,
     };
   }
   if (ended?.rolledBack || journal?.step === migrate.StepRolledBack) {

@@ -1,7 +1,9 @@
+import * as bundle from "../bundle/mod.ts";
 import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import type { SelfCommand } from "./boot_unit.ts";
+import { ErrDamagedRelease } from "./errors.ts";
 import { type LockOptions, withLock } from "./lock.ts";
 import { resumeRecorded } from "./recorded.ts";
 
@@ -15,7 +17,11 @@ export interface BootDeps {
   readonly resume: () => Promise<migrate.ResumeOutcome | undefined>;
   /** The slot the node's applied config names; undefined on a node never installed. */
   readonly applied: () => Promise<isolation.SlotRef | undefined>;
-  /** Starts a slot's stack; idempotent (a running stack stays as it is). */
+  /**
+   * Starts a slot's stack; idempotent (a running stack stays as it is).
+   * Rejects with ErrDamagedRelease when the slot's files do not match its
+   * signed manifest.
+   */
   readonly start: (ref: isolation.SlotRef) => Promise<void>;
 }
 
@@ -27,7 +33,11 @@ export interface BootResult {
   readonly started: isolation.SlotRef | undefined;
   /** Why nothing was started although a stack should run. */
   readonly error?: Error;
-  /** True when the node needs a person: the migration failed, so nothing was started. */
+  /**
+   * True when the node needs a person: the migration failed, or the
+   * applied release is damaged (error: ErrDamagedRelease), so nothing was
+   * started.
+   */
   readonly attention: boolean;
 }
 
@@ -40,7 +50,9 @@ export interface BootResult {
  *
  * A journal at failed starts nothing: which stack may safely run is a
  * person's decision. An unreadable journal rejects and starts nothing, for
- * the same reason.
+ * the same reason. A slot whose release is damaged (`start` rejects with
+ * ErrDamagedRelease) is not started and needs attention too: no retry can
+ * make its files match again.
  */
 export async function boot(deps: BootDeps): Promise<BootResult> {
   const resumed = await deps.resume();
@@ -52,6 +64,11 @@ export async function boot(deps: BootDeps): Promise<BootResult> {
   try {
     await deps.start(ref);
   } catch (err) {
+    // A damaged release can never start: a person's (`node repair`), exit
+    // 3, which the boot unit does not restart (RestartPreventExitStatus).
+    if (err instanceof ErrDamagedRelease) {
+      return { resumed, started: undefined, error: err, attention: true };
+    }
     // Exit 1: the boot unit tries again (Restart=on-failure), bounded by its start limit.
     return { resumed, started: undefined, error: err as Error, attention: false };
   }
@@ -100,7 +117,20 @@ export async function bootNode(o: BootNodeOptions): Promise<BootResult> {
         const cfg = await isolation.readNodeConfig(paths.nodeConfig);
         return cfg && { mode: cfg.mode, slot: cfg.slot };
       },
-      start: (ref) =>
-        isolation.backendFor(ref.mode, { paths, systemctl }).start(ref, { signal: o.signal }),
+      start: async (ref) => {
+        try {
+          await isolation.backendFor(ref.mode, { paths, systemctl }).start(ref, {
+            signal: o.signal,
+          });
+        } catch (err) {
+          // The start's only bundle check is the slot's files against its
+          // signed manifest (bundle.checkSlot): they do not match.
+          if (!(err instanceof bundle.BundleError)) throw err;
+          throw new ErrDamagedRelease(
+            `The release in slot ${ref.slot} does not match what was signed: ${err.message}`,
+            { cause: err },
+          );
+        }
+      },
     }));
 }

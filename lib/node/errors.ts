@@ -15,3 +15,13 @@ export class ErrJournalExists extends ErrBadRequest {
 export class ErrNotInstalled extends ErrBadRequest {
   override name = "ErrNotInstalled";
 }
+
+/**
+ * The release the node runs does not match what was signed (a file of its
+ * slot changed): it is never started. Not retried, since a retry cannot
+ * succeed: `stratum node repair --bundle DIR` rebuilds it from the
+ * operator's copy of the same release. Test with instanceof.
+ */
+export class ErrDamagedRelease extends Error {
+  override name = "ErrDamagedRelease";
+}

@@ -19,6 +19,7 @@ export interface HistoryEvent {
     | "migrate"
     | "upgrade"
     | "rollback"
+    | "repair"
     | "resume"
     | "boot"
     | "reprovision";

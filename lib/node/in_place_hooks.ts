@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
 import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
@@ -188,8 +189,18 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
     restoreSource: () => isolation.restoreNodeConfig(paths.nodeConfig, paths.nodeConfigSaved),
     waitReady: (signal) => waitReady({ ...o, target: targetRoot, signal, log }),
     removeSourceConfig: async () => {
-      if (upgrade && (await bundle.promoteBundle(installed, { keepPrevious: true }))) {
-        log(`upgrade: ${installed} is now the new bundle`);
+      // A repair (`node repair`: the staged copy is the release installed,
+      // rebuilt) keeps no previous: the copy it replaces is that release
+      // damaged, and the release kept before stays what `node rollback`
+      // goes back to. Told apart by the manifests, so a resume after a
+      // crash decides as the run would have.
+      const rebuilt = upgrade && await sameManifest(targetBundleStaged, installed);
+      if (upgrade && (await bundle.promoteBundle(installed, { keepPrevious: !rebuilt }))) {
+        log(
+          rebuilt
+            ? `repair: ${installed} is now the rebuilt copy of the same release`
+            : `upgrade: ${installed} is now the new bundle`,
+        );
       }
       await host.removeFileDurable(paths.nodeConfigSaved);
     },
@@ -198,6 +209,14 @@ export function inPlaceHooks(o: InPlaceHooksOptions): Omit<migrate.InPlaceSpec, 
       if (await isolation.prepareHost(paths, o.to)) await systemctl.daemonReload({ signal });
     },
   };
+}
+
+/** Whether the bundle copies `a` and `b` have the same manifest (neither missing). */
+async function sameManifest(a: string, b: string): Promise<boolean> {
+  const read = (d: string) =>
+    Deno.readFile(join(d, bundle.manifestName)).then(host.sha256Hex, () => undefined);
+  const [x, y] = await Promise.all([read(a), read(b)]);
+  return x !== undefined && x === y;
 }
 
 /** The target stack did not become healthy in time. */

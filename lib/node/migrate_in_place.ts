@@ -84,7 +84,7 @@ export async function runRecorded(
   if (!m.journal && error) return m;
   await appendHistory(o.paths, {
     event: o.event ?? "migrate",
-    asked: o.event === "upgrade" || o.event === "rollback"
+    asked: o.event === "upgrade" || o.event === "rollback" || o.event === "repair"
       ? `node ${o.event}`
       : `migrate run --to ${o.to}`,
     from,

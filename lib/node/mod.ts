@@ -1,6 +1,7 @@
 /**
  * The use cases below the command line, one function each (install,
- * migrate in place, reprovision, resume what is recorded, boot, ack: see
+ * migrate in place, reprovision, resume what is recorded, boot, ack,
+ * upgrade, rollback, repair: see
  * docs/use-cases.md), and the seed's InPlaceSpec hooks wired to this node
  * (files under a root, systemctl, bundles, network, state directories) that
  * they run. `lib/migrate` stays pure orchestration; each CLI command parses
@@ -67,7 +68,7 @@ export {
   selfCommand,
 } from "./boot_unit.ts";
 export { boot, type BootDeps, bootNode, type BootNodeOptions, type BootResult } from "./boot.ts";
-export { ErrBadRequest, ErrJournalExists, ErrNotInstalled } from "./errors.ts";
+export { ErrBadRequest, ErrDamagedRelease, ErrJournalExists, ErrNotInstalled } from "./errors.ts";
 export { type LockOptions, withLock } from "./lock.ts";
 export { appliedNode, nextFor, requireNoJournal } from "./applied.ts";
 export { loadJournal, resume, type ResumeOptions, resumeRecorded } from "./recorded.ts";
@@ -95,3 +96,4 @@ export {
   readHistory,
 } from "./history.ts";
 export { rollback, type RollbackOptions } from "./rollback.ts";
+export { releaseDamage, repair, type Repaired, type RepairOptions } from "./repair.ts";

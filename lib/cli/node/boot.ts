@@ -34,12 +34,19 @@ export function bootCommand(group: Command, ctx: Context, deps: Deps): void {
         });
         const migration = r.resumed ? resumeOutcome(r.resumed) : undefined;
         const code = r.attention ? ExitAttention : r.error ? ExitFailed : ExitOK;
+        const damaged = r.error instanceof node.ErrDamagedRelease;
         const outcome = r.started
           ? "started"
+          : damaged
+          ? "damaged"
           : r.attention
           ? (r.error ? "start-failed" : "held")
           : "nothing-to-start";
-        const nextAction = r.error
+        const nextAction = damaged
+          ? "needs attention: the applied release does not match what was signed and is not " +
+            "started (stratum-boot.service does not retry it): rebuild it from the operator's " +
+            "copy of the same release with `stratum node repair --bundle DIR`"
+          : r.error
           ? `the node stack did not start (${r.error.message}); stratum-boot.service retries it: check \`systemctl status 'stratum-*'\``
           : r.attention
           ? migration?.nextAction ?? "needs attention"

@@ -4,11 +4,12 @@ import { bootCommand } from "./boot.ts";
 import type { Deps } from "../deps.ts";
 import { historyCommand } from "./history.ts";
 import { installCommand } from "./install.ts";
+import { repairCommand } from "./repair.ts";
 import { rollbackCommand } from "./rollback.ts";
 import { statusCommand } from "./status.ts";
 import { upgradeCommand } from "./upgrade.ts";
 
-/** `stratum node install|status|boot|upgrade|rollback|history`: this node's own stack. */
+/** `stratum node install|status|boot|upgrade|rollback|repair|history`: this node's own stack. */
 export function nodeGroup(deps: Deps) {
   return (program: Command, ctx: Context): void => {
     const group = program
@@ -21,6 +22,7 @@ export function nodeGroup(deps: Deps) {
     bootCommand(group, ctx, deps);
     upgradeCommand(group, ctx, deps);
     rollbackCommand(group, ctx, deps);
+    repairCommand(group, ctx, deps);
     historyCommand(group, ctx);
   };
 }

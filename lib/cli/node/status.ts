@@ -249,7 +249,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       ...(journalError ? { journalError } : {}),
       ...(bundleCheck.warnings ? { warnings: bundleCheck.warnings } : {}),
       nextAction: !bundleCheck.verified
-        ? "the installed bundle does not verify: reinstall it (stratum node upgrade --bundle DIR) or inspect it"
+        ? "the installed bundle does not verify: rebuild the release from the operator's copy of it (stratum node repair --bundle DIR), or inspect it"
         : journalError
         ? "the journal cannot be read: stratum migrate status"
         : failedJournal

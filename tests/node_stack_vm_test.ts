@@ -211,9 +211,9 @@ Deno.test({
       const ctr = `${dir}/bin/ctr --address /run/containerd/containerd.sock`;
       const script = [
         `${ctr} -n operator images import ${dir}/image/busybox-oci.tar >/dev/null`,
-        `${ctr} -n operator run -d stratum.local/busybox:1 stray-op-${n} sleep ${strayMark}1`,
+        `${ctr} -n operator run -d --null-io stratum.local/busybox:1 stray-op-${n} sleep ${strayMark}1`,
         `${ctr} -n k8s.io images import ${dir}/image/busybox-oci.tar >/dev/null`,
-        `${ctr} -n k8s.io run -d --cgroup /kubepods/besteffort/pod-stray/c${n} ` +
+        `${ctr} -n k8s.io run -d --null-io --cgroup /kubepods/besteffort/pod-stray/c${n} ` +
         `stratum.local/busybox:1 stray-kp-${n} sleep ${strayMark}2`,
       ].join(" && ");
       const r = await vm.exec([
@@ -221,7 +221,7 @@ Deno.test({
         "-c",
         inMachine
           ? `pid=$(systemctl show -P MainPID stratum-${st.slot}-machine.service); ` +
-            `nsenter -t $(cat /proc/$pid/task/$pid/children) -m sh -c '${script}'`
+            `nsenter -t $(cat /proc/$pid/task/$pid/children) -m -p sh -c '${script}'`
           : script,
       ]);
       assertEquals(r.code, 0, `strays started in ${st.mode} mode: ${r.stdout}${r.stderr}`);

@@ -7,7 +7,8 @@
 # path into /run/stratum-node before it execs containerd. kubelet-start
 # imports the bundle's images into containerd's k8s.io namespace once (an
 # air-gapped node's preload: kubelet never pulls), then execs kubelet,
-# which tells systemd it is ready itself.
+# which tells systemd it is ready itself. (v1.26 takes the runtime's socket
+# as a flag only: containerRuntimeEndpoint in its config came in v1.27.)
 
 cni=/usr/lib/cni
 for mode in host nspawn; do
@@ -65,7 +66,6 @@ apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 cgroupDriver: systemd
 failSwapOn: false
-containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
 staticPodPath: /var/lib/kubelet/static-pods
 healthzBindAddress: 127.0.0.1
 healthzPort: 10248
@@ -106,7 +106,8 @@ for img in pause busybox; do
     $ctr images import "$slot/opt/node/image/$img-oci.tar" >/dev/null
 done
 exec "$slot/opt/node/bin/kubelet" --config="$slot/opt/node/etc/kubelet-config.yaml" \
-  --kubeconfig=/var/lib/kubelet/kubeconfig --hostname-override="$2"
+  --kubeconfig=/var/lib/kubelet/kubeconfig --hostname-override="$2" \
+  --container-runtime-endpoint=unix:///run/containerd/containerd.sock
 SH
 
   cat >"$m/opt/node/lib/node-check" <<'SH'

@@ -95,3 +95,12 @@ export {
   readHistory,
 } from "./history.ts";
 export { rollback, type RollbackOptions } from "./rollback.ts";
+export {
+  type ChangePlan,
+  type Downtime,
+  planInstall,
+  planRollback,
+  planUpgrade,
+  type Release,
+  type SlotChangePlanOptions,
+} from "./plan_change.ts";

@@ -154,6 +154,9 @@ Deno.test({
       ["1", "a", "2", "b"],
       up.stdout,
     );
+    // For docs/cli.md's example, not an assertion.
+    // deno-lint-ignore no-console
+    console.error(`node upgrade --plan --json: ${JSON.stringify(up.doc, null, 2)}`);
     assertEquals(up.doc.downtime.startsAt, "stopping-source");
     assertEquals(up.doc.downtime.healthWaitMs, 120_000);
     assert(up.doc.steps.some((s: { step: string }) => s.step === "awaiting-ready"), up.stdout);

@@ -438,9 +438,10 @@ Deno.test({
       const check = await playbook(nodes, c, "host", { file: "upgrade.yml", bundles, check: true });
       assert(!/would upgrade node-/.test(check.out), check.out);
       assert(
-        /node-1: skipped, not drained: stratum would refuse the upgrade from 2 to 1 \(exit 2\)/.test(
-          check.out,
-        ),
+        /node-1: skipped, not drained: stratum would refuse the upgrade from 2 to 1 \(exit 2\)/
+          .test(
+            check.out,
+          ),
         check.out,
       );
       assert(check.out.includes("older than the 2 this node runs"), check.out);
@@ -455,7 +456,10 @@ Deno.test({
       }
       assert(run.out.includes("older than the 2 this node runs"), run.out);
       assert(/node-2: skipped.*\(exit 2\).*journal exists/s.test(run.out), run.out);
-      assert(/node-3: skipped.*\(exit 75\).*holds \/run\/stratum\/migrate\.lock/s.test(run.out), run.out);
+      assert(
+        /node-3: skipped.*\(exit 75\).*holds \/run\/stratum\/migrate\.lock/s.test(run.out),
+        run.out,
+      );
       await unchanged("the run");
     } finally {
       for (const n of nodes) await n[Symbol.asyncDispose]();

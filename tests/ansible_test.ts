@@ -5,8 +5,8 @@
 // uncordon through the real kubectl against the simulated API server.
 // Invariants: every node ends in the new mode, uncordoned, with one change
 // each; a second run changes nothing; with node 2's bundle tampered, node 1
-// migrates, node 2 fails with nothing changed (not even cordoned), and node 3
-// is never touched.
+// migrates, node 2 is skipped with the plan's reason and nothing changed (not
+// even cordoned), node 3 migrates, and the play ends failed naming node 2.
 
 import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
@@ -94,7 +94,7 @@ async function playbook(
 
 Deno.test({
   name:
-    "ansible migrate.yml over three sandboxed nodes: each migrates once; again, nothing; a bad bundle stops the play",
+    "ansible migrate.yml over three sandboxed nodes: each migrates once; again, nothing; a node with a bad bundle is skipped, the play goes on",
   ignore: why !== undefined,
   async fn() {
     const nodes = [await Node.boot("host"), await Node.boot("host"), await Node.boot("host")];
@@ -157,7 +157,13 @@ Deno.test({
         third.out,
       );
       assertEquals(third.recap["node-2"]?.failed, 1, third.out);
-      assertEquals(third.recap["node-3"], undefined, "node 3 was touched");
+      assert(/node-2: skipped, not drained: stratum would refuse the migration/.test(third.out));
+      // Nothing changed on node 2, so the play went on to node 3.
+      assertEquals(
+        [third.recap["node-3"]?.changed, third.recap["node-3"]?.failed],
+        [1, 0],
+        third.out,
+      );
       assertEquals((await nodes[0]!.state()).node.mode, "host");
       const s2 = await nodes[1]!.state();
       assertEquals([s2.node.mode, s2.journal], ["nspawn", null]);
@@ -166,7 +172,7 @@ Deno.test({
         !(c.server.node("node-2")!.spec as { unschedulable?: boolean }).unschedulable,
         "node 2 was cordoned",
       );
-      assertEquals((await nodes[2]!.state()).node.mode, "nspawn");
+      assertEquals((await nodes[2]!.state()).node.mode, "host");
     } finally {
       for (const n of nodes) await n[Symbol.asyncDispose]();
     }
@@ -370,6 +376,91 @@ Deno.test({
       assert(/would migrate node-1 from host\s+to nspawn mode/.test(r.out), r.out);
       assertEquals((await nodes[0]!.state()).files, before.files);
       assert(!cordoned(c, "node-1"), "--check cordoned the node");
+    } finally {
+      for (const n of nodes) await n[Symbol.asyncDispose]();
+    }
+  },
+});
+
+// Issue 38: the playbooks left a node drained and cordoned when stratum
+// refused and changed nothing (a downgrade, an open journal, the lock held:
+// 75): upgrade.yml checked only `bundle verify` before the drain, and its
+// rescue uncordoned only a rolled-back node; and `upgrade.yml --check` said
+// "would upgrade" for a downgrade that would be refused.
+Deno.test({
+  name:
+    "ansible upgrade.yml: a node stratum would refuse (a downgrade, an open journal, the lock held) is skipped with its reason and never drained; --check says so, with versions",
+  ignore: why !== undefined,
+  async fn() {
+    const nodes = [await Node.boot("host"), await Node.boot("host"), await Node.boot("host")];
+    try {
+      await using c = await cluster();
+      const v2 = await makeBundle(await scratch("bundle-v2-"), { release: "2" });
+      const sick = await makeBundle(await scratch("bundle-v3-sick-"), {
+        release: "3",
+        behavior: { host: "unhealthy" },
+      });
+      // node-1 runs release 2 and is offered release 1: a downgrade.
+      const up = await nodes[0]!.stratum(["node", "upgrade", "--bundle", v2, "--json"]);
+      assertEquals([up.code, up.doc?.outcome], [0, "complete"], up.stderr);
+      assertEquals((await nodes[0]!.stratum(["migrate", "ack"])).code, 0);
+      // node-2: an upgrade that rolled back left its journal open (not acknowledged yet).
+      const rb = await nodes[1]!.stratum([
+        "node",
+        "upgrade",
+        "--bundle",
+        sick,
+        "--wait-ready",
+        "3s",
+      ]);
+      assertEquals(rb.code, 1, rb.stderr);
+      // node-3: another command holds the migration lock.
+      await nodes[2]!.sb.sh(
+        "mkdir -p /run/stratum && chmod 700 /run/stratum && : >> /run/stratum/migrate.lock && " +
+          "(setsid flock -x /run/stratum/migrate.lock sleep 600 </dev/null >/dev/null 2>&1 &) && sleep 0.5",
+      );
+      const bundles = [nodes[0]!.bundle, v2, v2];
+      const before = await Promise.all(nodes.map((n) => n.state()));
+      const unchanged = async (label: string) => {
+        for (const [i, n] of nodes.entries()) {
+          const host = `node-${i + 1}`;
+          const s = await n.state();
+          assertEquals(s.files, before[i]!.files, `${label}: ${host} changed`);
+          assertEquals([s.active, s.journal], [before[i]!.active, before[i]!.journal], host);
+          assert(!cordoned(c, host), `${label}: ${host} left cordoned`);
+          assert(
+            c.server.podsOn(host).includes(`default/app-${i + 1}`),
+            `${label}: ${host} drained`,
+          );
+        }
+      };
+
+      const check = await playbook(nodes, c, "host", { file: "upgrade.yml", bundles, check: true });
+      assert(!/would upgrade node-/.test(check.out), check.out);
+      assert(
+        /node-1: skipped, not drained: stratum would refuse the upgrade from 2 to 1 \(exit 2\)/
+          .test(
+            check.out,
+          ),
+        check.out,
+      );
+      assert(check.out.includes("older than the 2 this node runs"), check.out);
+      await unchanged("--check");
+
+      const run = await playbook(nodes, c, "host", { file: "upgrade.yml", bundles });
+      assert(run.code !== 0, run.out);
+      await unchanged("the run");
+      for (const host of ["node-1", "node-2", "node-3"]) {
+        // Each node was reached (a refused node changed nothing, so the play went on) and
+        // reported failed at the end with its reason.
+        assertEquals([run.recap[host]?.changed, run.recap[host]?.failed], [0, 1], run.out);
+      }
+      assert(run.out.includes("older than the 2 this node runs"), run.out);
+      assert(/node-2: skipped.*\(exit 2\).*journal exists/s.test(run.out), run.out);
+      assert(
+        /node-3: skipped.*\(exit 75\).*holds \/run\/stratum\/migrate\.lock/s.test(run.out),
+        run.out,
+      );
     } finally {
       for (const n of nodes) await n[Symbol.asyncDispose]();
     }

@@ -147,12 +147,21 @@ export async function bootId(): Promise<string> {
 export async function runningHolder(path: string): Promise<LockHolder | undefined> {
   const holder = await readHolder(path);
   if (!holder) return undefined;
+  return await lockHeld(path) ? holder : undefined;
+}
+
+/**
+ * Whether a process holds an flock on `path` now (the kernel's lock table,
+ * /proc/locks), whatever the file records; never takes it. False when it
+ * cannot be told.
+ */
+export async function lockHeld(path: string): Promise<boolean> {
   const st = await Deno.stat(path).catch(() => undefined);
-  if (!st?.ino || st.dev === null) return undefined;
+  if (!st?.ino || st.dev === null) return false;
   // The real cat, by path, as bootId reads /proc.
   const r = await exec.run(["/bin/cat", "/proc/locks"], { timeoutMs: 5_000 })
     .catch(() => undefined);
-  if (r?.code !== 0) return undefined;
+  if (r?.code !== 0) return false;
   // "1: FLOCK  ADVISORY  WRITE 1234 00:1a:5678 0 EOF": the device's major
   // and minor in hex, then the inode (glibc's encoding of st_dev).
   const dev = BigInt(st.dev);
@@ -164,5 +173,5 @@ export async function runningHolder(path: string): Promise<LockHolder | undefine
   const held = r.stdout.split("\n").some((l) =>
     !l.includes("->") && / FLOCK /.test(l) && l.split(/\s+/).includes(want)
   );
-  return held ? holder : undefined;
+  return held;
 }

@@ -41,6 +41,7 @@ export {
   type AcquireOptions,
   bootId,
   ErrBusy,
+  lockHeld,
   type LockHolder,
   MigrationLock,
   readHolder,

@@ -121,11 +121,30 @@ export async function install(o: InstallOptions): Promise<Installed> {
   }
 }
 
-async function provisionNode(o: InstallOptions): Promise<Installed> {
-  const log = o.log ?? (() => {});
-  const after = o.afterStep ?? (() => Promise.resolve());
-  const signal = o.signal ?? new AbortController().signal;
-  const { paths, systemctl } = o;
+/** What {@linkcode checkInstall} found: the bundle verified, its stack, and the node as it is. */
+export interface InstallChecked {
+  /** The mode directory installed from. */
+  readonly src: string;
+  readonly policy: bundle.VerifyOptions;
+  readonly verified: bundle.Verified;
+  readonly stack: isolation.Stack;
+  readonly state: readonly { path: string; action: "ok" | "create" | "claim-empty" | "adopt" }[];
+  /** The node's applied config, when it is installed already (as this install asks). */
+  readonly applied?: isolation.NodeConfig;
+}
+
+/**
+ * Every refusal an install makes before it changes anything (the bundle,
+ * its stack and kernel files, the opt-outs, the state directories, a node
+ * installed otherwise), in the order the install makes them; `node install
+ * --plan` runs the same. With `hashNow`, an operator's bundle is hashed
+ * here rather than by the copy that installs it.
+ */
+export async function checkInstall(
+  o: Omit<InstallOptions, "systemctl" | "self" | "waitReadyMs">,
+  hashNow = false,
+): Promise<InstallChecked> {
+  const { paths } = o;
   const src = o.bundle === undefined
     ? await bundle.installedDir(paths.bundle(o.mode))
     : join(o.bundle, o.mode);
@@ -134,7 +153,7 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
   // once); the installed copy, used as it is, is hashed here.
   const verified = await bundle.verifyBundle(src, {
     ...policy,
-    ...(o.bundle === undefined ? { installed: true } : { deferHashes: true }),
+    ...(o.bundle === undefined ? { installed: true } : hashNow ? {} : { deferHashes: true }),
   });
   const digest = verified.manifestDigest;
   // Bad state entries, or a state directory that holds another node's or
@@ -160,12 +179,6 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
     await isolation.readIdentity(paths),
     adopt,
   );
-  const base = {
-    mode: o.mode,
-    bundleDigest: digest,
-    ...(verified.keyId ? { keyId: verified.keyId } : {}),
-    warnings: verified.warnings,
-  };
   const applied = await isolation.readNodeConfig(paths.nodeConfig);
   if (applied) {
     if (applied.mode !== o.mode) {
@@ -192,6 +205,23 @@ async function provisionNode(o: InstallOptions): Promise<Installed> {
         }, this one ${digest}); node install does not replace a running stack`,
       );
     }
+  }
+  return { src, policy, verified, stack, state, ...(applied ? { applied } : {}) };
+}
+
+async function provisionNode(o: InstallOptions): Promise<Installed> {
+  const log = o.log ?? (() => {});
+  const after = o.afterStep ?? (() => Promise.resolve());
+  const signal = o.signal ?? new AbortController().signal;
+  const { paths, systemctl } = o;
+  const { src, policy, verified, state, applied } = await checkInstall(o);
+  const base = {
+    mode: o.mode,
+    bundleDigest: verified.manifestDigest,
+    ...(verified.keyId ? { keyId: verified.keyId } : {}),
+    warnings: verified.warnings,
+  };
+  if (applied) {
     const ref: isolation.SlotRef = { mode: applied.mode, slot: applied.slot };
     let changed = await finishHost(o);
     if (!(await systemctl.isActive(isolation.targetUnit(ref.slot), { signal }))) {

@@ -97,3 +97,12 @@ export {
 } from "./history.ts";
 export { rollback, type RollbackOptions } from "./rollback.ts";
 export { releaseDamage, repair, type Repaired, type RepairOptions } from "./repair.ts";
+export {
+  type ChangePlan,
+  type Downtime,
+  planInstall,
+  planRollback,
+  planUpgrade,
+  type Release,
+  type SlotChangePlanOptions,
+} from "./plan_change.ts";

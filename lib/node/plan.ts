@@ -51,14 +51,40 @@ export function plan(o: {
   sourceSlot: isolation.Slot;
   bundle?: string;
   waitReadyMs: number;
+  /**
+   * An upgrade or rollback (the same mode): the release's mode directory
+   * (the operator's bundle, or the kept release), staged beside the
+   * installed one rather than replacing it.
+   */
+  release?: { readonly modeDir: string; readonly downgrade: boolean };
 }): PlannedStep[] {
   const { paths, from, to } = o;
   const a = o.sourceSlot;
   const b = isolation.otherSlot(a);
   const ta = isolation.targetUnit(a);
   const tb = isolation.targetUnit(b);
+  const r = o.release;
   return [
-    ...unrecorded(paths, to, o.bundle, `slot ${b} free, `, ""),
+    ...(r
+      ? [
+        {
+          step: "(preflight)",
+          does: `check: the release verifies${
+            r.downgrade ? "" : ", is not older than the running one"
+          }, slot ${b} free, disk space, the state directories are the node's marked data (or new to it)`,
+          changes: "nothing",
+          undo: "-",
+        },
+        {
+          step: "(download)",
+          does: `copy ${r.modeDir} beside ${paths.bundle(to)} and verify every file`,
+          changes: `${
+            paths.bundle(to)
+          }'s staged copy (the installed link moves once ${tb} is healthy)`,
+          undo: "the staged copy is removed",
+        },
+      ]
+      : unrecorded(paths, to, o.bundle, `slot ${b} free, `, "")),
     {
       step: "preparing",
       does: `snapshot host config; build slot ${b} (${to} mode) and load its units, not started`,

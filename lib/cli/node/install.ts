@@ -11,6 +11,7 @@ import { ErrUsage, ExitFailed, ExitOK, ExitUsage, Interrupted } from "../exit.ts
 import { checkMode, lockOptions, rootPaths } from "../flags.ts";
 import { type Context, jsonOption } from "../program.ts";
 import type { Deps } from "../deps.ts";
+import { planHelp, reportPlan } from "./plan.ts";
 
 interface InstallFlags {
   mode: string;
@@ -22,6 +23,7 @@ interface InstallFlags {
   waitReady: string;
   waitLock: string;
   json?: boolean;
+  plan?: boolean;
 }
 
 /** `stratum node install`: first-boot provisioning, what cloud-init runs. */
@@ -46,6 +48,7 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
     )
     .option("--wait-ready <duration>", "how long the stack may take to become healthy", "2m")
     .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
+    .option("--plan", planHelp)
     .addOption(jsonOption())
     .addHelpText(
       "after",
@@ -60,6 +63,8 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
         "\nExit codes: 0 installed or already installed, 1 failed (retry it), 2 bad input or\n" +
         "refused (nothing changed), 3 node.json or the journal cannot be read, 75 a migration\n" +
         "holds the lock, 128+N interrupted by signal N (130 SIGINT, 143 SIGTERM, 129 SIGHUP).\n" +
+        "With --plan: the checks only, the version and the steps, nothing changed; 0 it would\n" +
+        "install (or has nothing to do), else the code the install would refuse with.\n" +
         "\nExample (cloud-init runcmd):\n" +
         "  stratum node install --mode nspawn --bundle /srv/stratum-bundle --json",
     )
@@ -77,6 +82,21 @@ export function installCommand(group: Command, ctx: Context, deps: Deps): void {
         throw new ErrUsage(`--node ${JSON.stringify(name)} is not a host name`);
       }
       const paths = await rootPaths(opts.root);
+      if (opts.plan) {
+        const p = await node.planInstall({
+          paths,
+          mode,
+          node: name,
+          ...(opts.node !== undefined ? { nodeAsked: true } : {}),
+          bundle: opts.bundle,
+          ...(opts.requireSignature ? { requireSignature: true } : {}),
+          ...(opts.adoptState.length ? { adoptState: opts.adoptState } : {}),
+          waitReadyMs,
+          lock: lockOptions(out, `stratum node install --mode ${mode}`, waitLockMs),
+        });
+        ctx.exitCode = reportPlan(out, p, "stratum node install");
+        return;
+      }
       const refuse = (message: string) => {
         out.error(message);
         out.result(

@@ -3,6 +3,7 @@ import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import type { Context } from "../program.ts";
 import { outcomeOf, report } from "../report.ts";
+import { reportPlan } from "./plan.ts";
 import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
 
 /** `stratum node rollback`: parses flags, calls node.rollback, reports. */
@@ -26,13 +27,18 @@ export function rollbackCommand(group: Command, ctx: Context, deps: Deps): void 
         "status names the kept release.\n" +
         "\nExit codes: 0 rolled back to the kept release, 1 it did not become healthy (the\n" +
         "running release runs again), 2 nothing kept or refused, 3 needs attention, 75 busy.\n" +
-        "\nExample:\n  stratum node rollback --json",
+        "With --plan: the checks only, the versions from → to, the steps and the downtime,\n" +
+        "nothing changed; 0 it would proceed, else the code the rollback would refuse with.\n" +
+        "\nExamples:\n  stratum node rollback --plan --json\n  stratum node rollback --json",
     )
     .action(async (opts: SlotChangeFlags) => {
       const out = ctx.output(opts);
-      const r = await node.rollback(
-        await slotChangeArgs(opts, out, deps, "stratum node rollback"),
-      );
+      const args = await slotChangeArgs(opts, out, deps, "stratum node rollback");
+      if (opts.plan) {
+        ctx.exitCode = reportPlan(out, await node.planRollback(args), "stratum node rollback");
+        return;
+      }
+      const r = await node.rollback(args);
       ctx.exitCode = report(out, "rollback", outcomeOf(r.journal, r.result), r.journal, "node");
     });
 }

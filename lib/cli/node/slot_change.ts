@@ -9,6 +9,7 @@ import { parseDuration } from "../duration.ts";
 import { lockOptions, rootPaths } from "../flags.ts";
 import type { Output } from "../output.ts";
 import { jsonOption } from "../program.ts";
+import { planHelp } from "./plan.ts";
 
 /** The shared flags, as commander gives them. */
 export interface SlotChangeFlags {
@@ -17,6 +18,7 @@ export interface SlotChangeFlags {
   waitReady: string;
   waitLock: string;
   json?: boolean;
+  plan?: boolean;
 }
 
 /** What each command says its --require-signature and --wait-ready are about. */
@@ -32,6 +34,7 @@ export function slotChangeOptions(cmd: Command, help: SlotChangeHelp): Command {
     .option("--require-signature", help.requireSignature)
     .option("--wait-ready <duration>", help.waitReady, "2m")
     .option("--wait-lock <duration>", "wait this long for a migration's lock", "0s")
+    .option("--plan", planHelp)
     .addOption(jsonOption());
 }
 

@@ -6,6 +6,7 @@ import { ErrUsage, ExitOK } from "../exit.ts";
 import { isDir } from "../flags.ts";
 import type { Context } from "../program.ts";
 import { outcomeOf, report, reportRefused } from "../report.ts";
+import { reportPlan } from "./plan.ts";
 import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
 
 /** `stratum node upgrade`: parses flags, calls node.upgrade, reports. */
@@ -39,8 +40,11 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
         "nothing changed. After a crash or power cut, `stratum migrate resume` or the next boot\n" +
         "finishes or rolls back; `stratum migrate status` shows it, `stratum migrate ack` ends it.\n" +
         "\nExit codes: 0 upgraded or already installed, 1 rolled back, 2 bad input or refused,\n" +
-        "3 needs attention, 75 a migration holds the lock.\n" +
-        "\nExample:\n  stratum node upgrade --bundle /srv/stratum-bundle-1.2 --json",
+        "3 needs attention, 75 a migration holds the lock. With --plan: the checks only, the\n" +
+        "versions from → to, the steps and the downtime, nothing changed; 0 it would proceed\n" +
+        "(or has nothing to do), else the code the upgrade would refuse with.\n" +
+        "\nExamples:\n  stratum node upgrade --bundle /srv/stratum-bundle-1.2 --plan\n" +
+        "  stratum node upgrade --bundle /srv/stratum-bundle-1.2 --json",
     )
     .action(async (opts: SlotChangeFlags & { bundle: string; allowDowngrade?: boolean }) => {
       const out = ctx.output(opts);
@@ -48,6 +52,15 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
         throw new ErrUsage(`--bundle ${opts.bundle} is not a directory`);
       }
       const args = await slotChangeArgs(opts, out, deps, "stratum node upgrade");
+      if (opts.plan) {
+        const p = await node.planUpgrade({
+          ...args,
+          bundle: opts.bundle,
+          allowDowngrade: opts.allowDowngrade === true,
+        });
+        ctx.exitCode = reportPlan(out, p, "stratum node upgrade");
+        return;
+      }
       let r: node.Upgraded;
       try {
         r = await node.upgrade({

@@ -8,8 +8,13 @@
 // before the first install (as cloud-init or `kubeadm join` would) and
 // adopted by `node install --adopt-state`, and the worker stack
 // examples/node-stack/build.sh makes with KUBELET= (containerd with CRI and
-// systemd cgroups, runc, CNI bridge, a preloaded pause image). Installed in
-// host mode, moved to nspawn mode and back. After each step:
+// systemd cgroups, runc, CNI bridge, a preloaded pause image), releases 1
+// and 2. One node, chained: installed in host mode; host → nspawn killed
+// (SIGKILL) after `stopping-source`, `migrate resume` rolls back to host;
+// `node upgrade` to release 2 and `node rollback` in host mode; moved to
+// nspawn; upgraded to release 2 in nspawn mode; moved to host; host →
+// nspawn with a power cut after `awaiting-ready`, the boot completes it in
+// nspawn mode with no command. After each step:
 // - the Node is Ready, and every pod Running and Ready: a static pod, an
 //   API pod reading its Secret and ConfigMap volumes, a pod on the CNI
 //   bridge with an address from it;
@@ -18,8 +23,10 @@
 // - containerd's image blobs are the same files (same inodes: never
 //   imported again);
 // - `node status` exits 0 (kubelet's /healthz answers).
-// Times (TCG) are printed at the end: the move until every pod is Ready
-// again, against the stack's own restart in the target mode.
+// - the release node status names is the one the step leaves.
+// Times (TCG) are printed at the end: from the source's stop (its kubelet's
+// unit, or its machine's, leaving active) until every pod is Ready again,
+// against the same from the stack's own restart in the target mode.
 
 import { join } from "node:path";
 import $ from "dax";
@@ -33,7 +40,10 @@ const stratumBin = Deno.env.get("STRATUM_BIN")!;
 const kubectlBin = Deno.env.get("KUBECTL_BIN") ?? "kubectl";
 
 const stratum = "/srv/payload/stratum";
-const bundle = "/srv/payload/kubelet-bundle";
+/** The worker stack's releases: 1 installed, 2 an upgrade (the same stack built again). */
+const bundles = { "1": "/srv/payload/kubelet-bundle", "2": "/srv/payload/kubelet-bundle-2" };
+const bundle = bundles["1"];
+type Version = keyof typeof bundles;
 const kubectl = "/srv/payload/kubectl --kubeconfig /srv/payload/pki/admin.kubeconfig";
 const blobs = "/var/lib/containerd/io.containerd.content.v1.content/blobs/sha256";
 const pods = ["api-pod", "net-pod", "static-web-node-1"];
@@ -194,17 +204,19 @@ Deno.test({
   async fn(t) {
     const vmImage = await buildImage();
     await using vm = await vmWithArtifact(vmImage.dir, stratumBin, async (payload) => {
-      const built = await new Deno.Command("bash", {
-        args: [
-          join(repoRoot, "examples/node-stack/build.sh"),
-          join(payload, "kubelet-bundle"),
-          "1",
-        ],
-        env: { STRATUM: stratumBin, KUBELET: kubeletBin },
-        stdout: "null",
-        stderr: "piped",
-      }).output();
-      assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+      for (const v of ["1", "2"] as const) {
+        const built = await new Deno.Command("bash", {
+          args: [
+            join(repoRoot, "examples/node-stack/build.sh"),
+            join(payload, bundles[v].split("/").pop()!),
+            v,
+          ],
+          env: { STRATUM: stratumBin, KUBELET: kubeletBin },
+          stdout: "null",
+          stderr: "piped",
+        }).output();
+        assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+      }
       await Deno.copyFile(apiserverBin, join(payload, "kube-apiserver"));
       const kc = (await $`which ${kubectlBin}`.text()).trim();
       await Deno.copyFile(await Deno.realPath(kc), join(payload, "kubectl"));
@@ -221,7 +233,7 @@ Deno.test({
     await vm.sh(`cat >/var/lib/kubelet/static-pods/static-web.yaml <<'EOF'\n${staticPod}EOF`);
     await waitFor(vm, "the apiserver answers", `${kubectl} get --raw /readyz`, 300_000);
 
-    const node = { mode: "host" as Mode, inodes: "" };
+    const node = { mode: "host" as Mode, inodes: "", version: "1" as Version };
     const stage = (name: string, f: () => Promise<void>) =>
       t.step(name, async () => {
         try {
@@ -256,11 +268,73 @@ Deno.test({
         await waitFor(vm, "every pod Ready", allReady(since), 300_000);
         note("install: pods applied → every pod Ready", performance.now() - t0);
         node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
-        await whole(vm, node.mode, node.inodes, "after install");
+        await whole(vm, node, "after install");
       },
     );
 
+    /**
+     * A move killed (SIGKILL) or cut off (power) right after `step` is
+     * recorded, then `migrate resume` or a boot with no command: before
+     * `awaiting-ready` back in the source mode, from it on in the target's,
+     * with every pod Ready again from a container started since.
+     */
+    const crash = async (step: string, how: "kill" | "power") => {
+      const from = node.mode;
+      const to: Mode = from === "host" ? "nspawn" : "host";
+      const finishes = ["awaiting-ready", "ready", "complete"].includes(step);
+      const since = await now(vm);
+      const r = await vm.exec(
+        [stratum, "migrate", "run", "--to", to, "--bundle", bundles[node.version], "--json"],
+        { env: { STRATUM_FAILPOINT: `kill-after-record:${step}` } },
+      );
+      assertEquals(r.code, 137, `killed after ${step}: ${r.stderr}`);
+      if (how === "kill") {
+        const resumed = await vm.exec([stratum, "migrate", "resume", "--json"]);
+        assertEquals(
+          [resumed.code, JSON.parse(resumed.stdout || "{}").outcome],
+          finishes ? [0, "complete"] : [1, "rolled-back"],
+          resumed.stderr,
+        );
+      } else {
+        await vm.powerCut();
+        await vm.boot();
+        await waitFor(
+          vm,
+          "stratum-boot.service done",
+          "! systemctl is-active -q stratum-boot.service && exit 1; " +
+            '[ "$(systemctl show -P SubState stratum-boot.service)" = exited ]',
+          600_000,
+        );
+      }
+      const journal = JSON.parse(await vm.sh("cat /var/lib/stratum/migration.json")).step;
+      assertEquals(journal, finishes ? "complete" : "rolled-back", `${how} after ${step}`);
+      if (finishes) node.mode = to;
+      await waitFor(vm, "Node Ready", nodeReady, 300_000);
+      await waitFor(vm, "every pod Ready", allReady(since), 300_000);
+      await whole(vm, node, `${how} after ${step}, ${from} → ${to}`);
+      assertEquals((await vm.exec([stratum, "migrate", "ack"])).code, 0);
+    };
+
+    /** `node upgrade` to release 2 or `node rollback` to 1, in the node's mode. */
+    const change = async (how: "upgrade" | "rollback") => {
+      const since = await now(vm);
+      const r = await vm.exec(
+        how === "upgrade"
+          ? [stratum, "node", "upgrade", "--bundle", bundles["2"], "--json"]
+          : [stratum, "node", "rollback", "--json"],
+      );
+      assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
+      assertEquals(JSON.parse(r.stdout).outcome, "complete");
+      node.version = how === "upgrade" ? "2" : "1";
+      await waitFor(vm, "Node Ready", nodeReady, 300_000);
+      await waitFor(vm, "every pod Ready", allReady(since), 300_000);
+      await whole(vm, node, `after node ${how} in ${node.mode} mode`);
+      assertEquals((await vm.exec([stratum, "migrate", "ack"])).code, 0);
+    };
+
     const move = async (to: Mode) => {
+      const from = node.mode;
+      const source = mainUnit(from, JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot);
       const since = await now(vm);
       const t0 = performance.now();
       const r = await vm.exec([
@@ -270,39 +344,59 @@ Deno.test({
         "--to",
         to,
         "--bundle",
-        bundle,
+        bundles[node.version],
         "--json",
       ]);
       assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
       assertEquals(JSON.parse(r.stdout).outcome, "complete");
       note(`migrate → ${to}: run`, performance.now() - t0);
       await waitFor(vm, "Node Ready", nodeReady, 300_000);
-      await waitFor(vm, "every pod Ready", allReady(since), 300_000);
+      const ready = await waitFor(vm, "every pod Ready", allReady(since), 300_000);
       note(`migrate → ${to}: run start → every pod Ready`, performance.now() - t0);
+      note(`migrate → ${to}: source stopped → every pod Ready`, await downSince(vm, source, ready));
       node.mode = to;
-      await whole(vm, to, node.inodes, `after migrate → ${to}`);
+      await whole(vm, node, `after migrate → ${to}`);
       assertEquals((await vm.exec([stratum, "migrate", "ack"])).code, 0);
       // The stack's own restart in the target mode, its pods stopped too (as
       // a move stops them; in nspawn mode they die with the machine), for
-      // the ratio.
+      // the ratio, measured the same way.
       const slot = JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot;
       const since1 = await now(vm);
-      const t1 = performance.now();
       await vm.sh(
         `systemctl stop stratum-${slot}.target; systemctl stop kubepods.slice 2>/dev/null; ` +
           `systemctl start stratum-${slot}.target`,
       );
-      await waitFor(vm, "every pod Ready", allReady(since1), 300_000);
-      note(`restart in ${to}: stop → every pod Ready`, performance.now() - t1);
-      await whole(vm, to, node.inodes, `after a restart in ${to}`);
+      const ready1 = await waitFor(vm, "every pod Ready", allReady(since1), 300_000);
+      note(
+        `restart in ${to}: stopped → every pod Ready`,
+        await downSince(vm, mainUnit(to, slot), ready1),
+      );
+      await whole(vm, node, `after a restart in ${to}`);
     };
+    await stage(
+      "SIGKILL after stopping-source, host → nspawn: resume rolls back, every pod Ready in host mode",
+      () => crash("stopping-source", "kill"),
+    );
+    await stage("node upgrade in host mode to release 2: every pod Ready", () => change("upgrade"));
+    await stage(
+      "node rollback in host mode to release 1: every pod Ready",
+      () => change("rollback"),
+    );
     await stage(
       "migrate → nspawn: Node Ready, every pod Ready, one kubelet, images kept",
       () => move("nspawn"),
     );
     await stage(
+      "node upgrade in nspawn mode to release 2: every pod Ready",
+      () => change("upgrade"),
+    );
+    await stage(
       "migrate → host: Node Ready, every pod Ready, one kubelet, images kept",
       () => move("host"),
+    );
+    await stage(
+      "a power cut after awaiting-ready, host → nspawn: the boot completes it, every pod Ready",
+      () => crash("awaiting-ready", "power"),
     );
 
     for (const [what, ms] of times) {
@@ -327,17 +421,37 @@ const allReady = (since: string) =>
   `{.status.phase} {.status.conditions[?(@.type=="Ready")].status} ` +
   `{.status.containerStatuses[0].state.running.startedAt}{"\\n"}{end}'); ` +
   `for p in ${pods.join(" ")}; do set -- $(echo "$out" | grep "^$p "); ` +
-  `[ "$2 $3" = "Running True" ] || exit 1; expr "$4" ">=" "${since}" >/dev/null || exit 1; done`;
+  `[ "$2 $3" = "Running True" ] || exit 1; expr "$4" ">=" "${since}" >/dev/null || exit 1; done; ` +
+  `cut -d' ' -f1 /proc/uptime`;
+
+/**
+ * The unit whose stop is the source's stop: its kubelet's in host mode, its
+ * machine's in nspawn mode (kubelet goes down with it).
+ */
+const mainUnit = (mode: Mode, slot: string) =>
+  mode === "host" ? `stratum-${slot}-kubelet.service` : `stratum-${slot}-machine.service`;
+
+/**
+ * Milliseconds from `unit` leaving active (its ActiveExitTimestampMonotonic)
+ * to `readyAt` (the guest's uptime, in seconds, when every pod was seen
+ * Ready): both on the guest's own clock.
+ */
+async function downSince(vm: Vm, unit: string, readyAt: string): Promise<number> {
+  const exit = Number(await vm.sh(`systemctl show -P ActiveExitTimestampMonotonic ${unit}`));
+  assert(exit > 0, `${unit} left active`);
+  return Number(readyAt.trim().split("\n").at(-1)) * 1000 - exit / 1000;
+}
 
 /** The guest's time now, as the apiserver writes it (RFC 3339, UTC, seconds). */
 const now = (vm: Vm) => vm.sh("date -u +%Y-%m-%dT%H:%M:%SZ").then((s) => s.trim());
 
-async function waitFor(vm: Vm, what: string, script: string, limitMs: number): Promise<void> {
+/** Runs `script` every 2 s until it passes; returns what it printed then. */
+async function waitFor(vm: Vm, what: string, script: string, limitMs: number): Promise<string> {
   const t0 = performance.now();
   let last = "";
   for (;;) {
     const r = await vm.exec(["sh", "-c", script], { timeoutMs: 60_000 });
-    if (r.code === 0) return;
+    if (r.code === 0) return r.stdout;
     last = `${r.stdout}${r.stderr}`;
     if (performance.now() - t0 > limitMs) {
       throw new Error(`${what}: not after ${limitMs / 1000} s: ${last}\n${await evidence(vm)}`);
@@ -346,8 +460,16 @@ async function waitFor(vm: Vm, what: string, script: string, limitMs: number): P
   }
 }
 
-/** The node whole in `mode`: one kubelet and containerd, one sandbox per pod, the same blobs, healthy. */
-async function whole(vm: Vm, mode: Mode, inodes: string, label: string): Promise<void> {
+/**
+ * The node whole in its mode and release: one kubelet and containerd, one
+ * sandbox per pod, the same blobs, healthy, the release node status names.
+ */
+async function whole(
+  vm: Vm,
+  node: { mode: Mode; inodes: string; version: Version },
+  label: string,
+): Promise<void> {
+  const { mode, inodes } = node;
   const st = JSON.parse(await vm.sh("cat /etc/stratum/node.json"));
   assertEquals(st.mode, mode, `${label}: node.json`);
   // pgrep -c exits 1 when it counts 0: the output is what is read.
@@ -377,6 +499,11 @@ async function whole(vm: Vm, mode: Mode, inodes: string, label: string): Promise
     ns = await vm.exec([stratum, "node", "status", "--json"]);
   }
   assertEquals(ns.code, 0, `${label}: node status: ${ns.stdout}${ns.stderr}`);
+  assertEquals(
+    JSON.parse(ns.stdout).running?.version,
+    node.version,
+    `${label}: the release that runs`,
+  );
 }
 
 async function evidence(vm: Vm): Promise<string> {

@@ -1,13 +1,12 @@
-import { join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
 import { messageOf } from "../errors/mod.ts";
 import type * as host from "../host/mod.ts";
 import type * as isolation from "../isolation/mod.ts";
-import { appliedNode, requireNoJournal } from "./applied.ts";
 import { ErrBadRequest } from "./errors.ts";
 import { bundleDigest } from "./install.ts";
 import { withLock } from "./lock.ts";
 import { type Migrated, runRecorded } from "./migrate_in_place.ts";
+import { operatorBundle } from "./operator_bundle.ts";
 import { bundlePolicy } from "./preflight.ts";
 import type { UpgradeOptions } from "./upgrade.ts";
 
@@ -85,18 +84,11 @@ export async function releaseDamage(
 export async function repair(o: RepairOptions): Promise<Repaired> {
   const { paths } = o;
   return await withLock(paths, o.lock, async () => {
-    await requireNoJournal(paths);
-    const current = await appliedNode(paths);
-    const modeDir = join(o.bundle, current.mode);
-    if (!(await Deno.stat(modeDir).then((s) => s.isDirectory, () => false))) {
-      throw new ErrBadRequest(
-        `--bundle ${o.bundle} has no ${current.mode} directory (the node runs in ${current.mode} mode)`,
-      );
-    }
-    const policy = await bundlePolicy(paths, o.requireSignature === true, current.mode);
-    // Hashes deferred to the copy that stages it, as an upgrade's: the
-    // operator's bundle is read once.
-    const verified = await bundle.verifyBundle(modeDir, { ...policy, deferHashes: true });
+    const { current, modeDir, policy, verified } = await operatorBundle(
+      paths,
+      o.bundle,
+      o.requireSignature === true,
+    );
     const digest = verified.manifestDigest;
     const version = verified.identity?.version;
     const slotDir = paths.slot(current.slot);

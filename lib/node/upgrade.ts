@@ -1,12 +1,9 @@
-import { join } from "node:path";
 import * as bundle from "../bundle/mod.ts";
 import type * as isolation from "../isolation/mod.ts";
-import { appliedNode, requireNoJournal } from "./applied.ts";
-import { ErrBadRequest } from "./errors.ts";
 import { bundleDigest } from "./install.ts";
 import { withLock } from "./lock.ts";
 import { type Migrated, type MigrateOptions, runRecorded } from "./migrate_in_place.ts";
-import { bundlePolicy } from "./preflight.ts";
+import { operatorBundle } from "./operator_bundle.ts";
 
 /** What `stratum node upgrade` needs: a migration's options, with the new bundle required and no mode. */
 export type UpgradeOptions = Omit<MigrateOptions, "to" | "bundle"> & {
@@ -32,19 +29,11 @@ export type Upgraded =
 export async function upgrade(o: UpgradeOptions): Promise<Upgraded> {
   const { paths } = o;
   return await withLock(paths, o.lock, async () => {
-    await requireNoJournal(paths);
-    const current = await appliedNode(paths);
-    const modeDir = join(o.bundle, current.mode);
-    if (!(await Deno.stat(modeDir).then((s) => s.isDirectory, () => false))) {
-      throw new ErrBadRequest(
-        `--bundle ${o.bundle} has no ${current.mode} directory (the node runs in ${current.mode} mode)`,
-      );
-    }
-    // Signature, listing, BUNDLE.json and stack.json checked before
-    // anything is compared or changed; each file's hash is checked by the
-    // copy that stages it (preflight), so the bundle is read once.
-    const policy = await bundlePolicy(paths, o.requireSignature === true, current.mode);
-    const verified = await bundle.verifyBundle(modeDir, { ...policy, deferHashes: true });
+    const { current, modeDir, policy, verified } = await operatorBundle(
+      paths,
+      o.bundle,
+      o.requireSignature === true,
+    );
     // The digest of what was verified: the carrier's directory is not read
     // again (a FIFO planted there would hang root while it holds the lock).
     const digest = verified.manifestDigest;

@@ -6,9 +6,8 @@
 // permissions the suite needs. Without FILES it runs every test in tests/.
 
 import { join } from "node:path";
+import { buildArtifact, root, testPermissions } from "./artifact_build.ts";
 import { setupOrExit } from "./setup.ts";
-
-const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
 await setupOrExit("test");
 
@@ -18,31 +17,14 @@ await setupOrExit("test");
 const env: Record<string, string> = {
   STRATUM_VM_TESTS: Deno.env.get("STRATUM_VM_TESTS") ?? "install",
 };
-for (const arch of ["x86_64", "aarch64"]) {
-  const bin = join(root, `dist/stratum-linux-${arch}`);
-  const o = await new Deno.Command("bash", {
-    args: [join(root, "scripts/compile"), arch],
-    cwd: root,
-    stdin: "null",
-    stdout: "inherit",
-    stderr: "inherit",
-    env: { PATH: `${join(Deno.execPath(), "..")}:${Deno.env.get("PATH") ?? ""}` },
-  }).output();
-  if (!o.success) {
-    console.error(`test: scripts/compile ${arch} failed (exit ${o.code})`);
+for (const arch of ["x86_64", "aarch64"] as const) {
+  const bin = await buildArtifact(arch);
+  if (!bin) {
+    console.error(`test: scripts/compile ${arch} failed`);
     Deno.exit(1);
   }
   env[arch === "x86_64" ? "STRATUM_BIN" : "STRATUM_BIN_AARCH64"] = bin;
 }
-
-const perms = [
-  "--allow-read",
-  "--allow-write",
-  "--allow-run",
-  "--allow-env",
-  "--allow-net=127.0.0.1",
-  "--allow-sys",
-];
 const files = Deno.args.length > 0 ? Deno.args : await everyTestFile();
 // One unpack cache of the artifact for every test file of this run, under
 // .test-tmp (the sandboxes see the checkout, not /tmp), removed after it
@@ -55,7 +37,7 @@ env.STRATUM_TEST_CACHE = join(cacheDir, "cache");
 // systemd, a stack starting and a VM booting, not this process. Every test
 // file is independent (its own namespaces, ports, scratch directories).
 const t = await new Deno.Command(Deno.execPath(), {
-  args: ["test", "--parallel", ...perms, ...files],
+  args: ["test", "--parallel", ...testPermissions, ...files],
   cwd: root,
   stdin: "null",
   env,

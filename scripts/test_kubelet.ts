@@ -6,8 +6,8 @@
 // README's test command, so CI never counts it).
 
 import { join } from "node:path";
+import { buildArtifact, root, testPermissions } from "./artifact_build.ts";
 
-const root = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 const missing = ["KUBELET_BIN", "KUBE_APISERVER_BIN"].filter((v) => !Deno.env.get(v));
 if (missing.length > 0) {
   console.log(
@@ -16,27 +16,12 @@ if (missing.length > 0) {
   );
   Deno.exit(0);
 }
-const compiled = await new Deno.Command("bash", {
-  args: [join(root, "scripts/compile"), "x86_64"],
-  cwd: root,
-  stdout: "inherit",
-  stderr: "inherit",
-  env: { PATH: `${join(Deno.execPath(), "..")}:${Deno.env.get("PATH") ?? ""}` },
-}).output();
-if (!compiled.success) Deno.exit(1);
+const bin = await buildArtifact("x86_64");
+if (!bin) Deno.exit(1);
 const t = await new Deno.Command(Deno.execPath(), {
-  args: [
-    "test",
-    "--allow-read",
-    "--allow-write",
-    "--allow-run",
-    "--allow-env",
-    "--allow-net=127.0.0.1",
-    "--allow-sys",
-    "tests/kubelet_vm.ts",
-  ],
+  args: ["test", ...testPermissions, "tests/kubelet_vm.ts"],
   cwd: root,
-  env: { STRATUM_BIN: join(root, "dist/stratum-linux-x86_64") },
+  env: { STRATUM_BIN: bin },
 }).spawn().status;
 await Deno.remove(join(root, ".test-tmp")).catch(() => {});
 Deno.exit(t.code);

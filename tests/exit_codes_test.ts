@@ -6,35 +6,13 @@
 // Through the real CLI on scratch --root trees, with nothing changed after a
 // refusal (every file under the root compared before and after).
 import { join } from "node:path";
+import { treeState } from "./support/tree_state.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { stratum } from "./support/cli.ts";
 import { sampleJournal } from "./support/journal_sample.ts";
 import * as migrate from "../lib/migrate/mod.ts";
 import { lacking } from "../scripts/packages.ts";
-
-/**
- * Every entry under `root` with its kind, mode and bytes: what "nothing
- * changed" compares. /run is left out: the lock file a command makes there
- * to take the lock is runtime state, gone at the next boot.
- */
-async function treeState(root: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (rel: string) => {
-    for await (const e of Deno.readDir(join(root, rel))) {
-      const p = rel ? `${rel}/${e.name}` : e.name;
-      if (p === "run") continue;
-      const st = await Deno.lstat(join(root, p));
-      if (e.isDirectory) {
-        out.push(`${p}/ ${st.mode?.toString(8)}`);
-        await walk(p);
-      } else if (e.isSymlink) out.push(`${p} -> ${await Deno.readLink(join(root, p))}`);
-      else out.push(`${p} ${st.mode?.toString(8)} ${await Deno.readTextFile(join(root, p))}`);
-    }
-  };
-  await walk("");
-  return out.sort();
-}
 
 const bundleDir = await makeBundle(await Deno.makeTempDir({ prefix: "stratum-exit-bundle-" }));
 

@@ -7,6 +7,7 @@
 // is held, 3 the journal cannot be read.
 
 import { join } from "node:path";
+import { treeState } from "./support/tree_state.ts";
 import { assert, assertEquals } from "./support/assert.ts";
 import { makeBundle } from "./support/bundle.ts";
 import { stratum } from "./support/cli.ts";
@@ -24,25 +25,6 @@ const plans: Record<string, string[]> = {
   "node upgrade": ["node", "upgrade", "--bundle", bundleDir],
   "node rollback": ["node", "rollback"],
 };
-
-/** Every entry under `root` (but /run) with its mode and bytes. */
-async function treeState(root: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (rel: string) => {
-    for await (const e of Deno.readDir(join(root, rel))) {
-      const p = rel ? `${rel}/${e.name}` : e.name;
-      if (p === "run") continue;
-      const st = await Deno.lstat(join(root, p));
-      if (e.isDirectory) {
-        out.push(`${p}/ ${st.mode?.toString(8)}`);
-        await walk(p);
-      } else if (e.isSymlink) out.push(`${p} -> ${await Deno.readLink(join(root, p))}`);
-      else out.push(`${p} ${st.mode?.toString(8)} ${await Deno.readTextFile(join(root, p))}`);
-    }
-  };
-  await walk("");
-  return out.sort();
-}
 
 async function scratchRoot(): Promise<string> {
   const root = await Deno.makeTempDir({ prefix: "stratum-plan-root-" });

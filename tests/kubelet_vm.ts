@@ -23,7 +23,9 @@
 // - containerd's image blobs are the same files (same inodes: never
 //   imported again);
 // - `node status` exits 0 (kubelet's /healthz answers).
-// - the release node status names is the one the step leaves.
+// - the release node status names is the one the step leaves;
+// - after each move, kubelet's own checks: the Node's conditions (Ready, no
+//   pressure) and no error it logs over and over for a minute (settled()).
 // Times (TCG) are printed at the end: from the source's stop (its kubelet's
 // unit, or its machine's, leaving active) until every pod is Ready again,
 // against the same from the stack's own restart in the target mode.
@@ -356,6 +358,7 @@ Deno.test({
       note(`migrate → ${to}: source stopped → every pod Ready`, await downSince(vm, source, ready));
       node.mode = to;
       await whole(vm, node, `after migrate → ${to}`);
+      await settled(vm, to, JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot);
       assertEquals((await vm.exec([stratum, "migrate", "ack"])).code, 0);
       // The stack's own restart in the target mode, its pods stopped too (as
       // a move stops them; in nspawn mode they die with the machine), for
@@ -440,6 +443,34 @@ async function downSince(vm: Vm, unit: string, readyAt: string): Promise<number>
   const exit = Number(await vm.sh(`systemctl show -P ActiveExitTimestampMonotonic ${unit}`));
   assert(exit > 0, `${unit} left active`);
   return Number(readyAt.trim().split("\n").at(-1)) * 1000 - exit / 1000;
+}
+
+/**
+ * kubelet's own checks after a move, as issue 37 asks: the Node's
+ * conditions (Ready, no pressure), and over the next minute no error that
+ * kubelet keeps logging: an error line (klog's `E` lines) more than 5 times
+ * with the same message is a loop, not a start-up hiccup. The distinct
+ * error messages are printed either way.
+ */
+async function settled(vm: Vm, mode: Mode, slot: string): Promise<void> {
+  const conditions = await vm.sh(
+    `${kubectl} get node node-1 -o jsonpath='{range .status.conditions[*]}{.type}={.status} {end}'`,
+  );
+  assertEquals(
+    conditions.trim().split(" ").sort(),
+    ["DiskPressure=False", "MemoryPressure=False", "PIDPressure=False", "Ready=True"],
+    `${mode}: the Node's conditions`,
+  );
+  const since = (await vm.sh("date -u '+%Y-%m-%d %H:%M:%S'")).trim();
+  await new Promise((r) => setTimeout(r, 60_000));
+  const log = await vm.sh(
+    `journalctl -u ${mainUnit(mode, slot)} --since '${since}' -o cat --no-pager | ` +
+      `grep -oE '^E[0-9]{4} [0-9:.]+ +[0-9]+ [^ ]+\] .*' | sed -E 's/^[^]]*\] //' | ` +
+      "sort | uniq -c | sort -rn || true",
+  );
+  console.error(`kubelet in ${mode} mode, errors logged over a minute:\n${log.trim() || "(none)"}`);
+  const worst = Number(log.trim().split("\n")[0]?.trim().split(" ")[0] ?? 0) || 0;
+  assert(worst <= 5, `${mode}: kubelet logs the same error ${worst} times a minute:\n${log}`);
 }
 
 /** The guest's time now, as the apiserver writes it (RFC 3339, UTC, seconds). */

@@ -126,10 +126,10 @@ for mode in host nspawn; do
     'vm.overcommit_memory = 1' 'vm.panic_on_oom = 0' 'kernel.panic = 10' 'kernel.panic_on_oops = 1' \
     'kernel.keys.root_maxkeys = 1000000' 'kernel.keys.root_maxbytes = 25000000' \
     >"$m/host-files/sysctl.conf"
-  # The pod's container lives in the cgroup containerd's default gives it
-  # (/<namespace>/<id>), outside containerd's unit (in nspawn mode: inside
-  # the machine, outside its units): declared, so stopping the slot stops it.
-  workloads='"workloads": ["/stratum"],'
+  # The pod's container lives under kubepods.slice, as kubelet places pods
+  # (a scope of the node's systemd, outside containerd's unit; in nspawn
+  # mode inside the machine): declared, so stopping the slot stops it.
+  workloads='"workloads": ["/kubepods.slice"],'
   # Every other container containerd runs, in any namespace or cgroup
   # (kubelet's pods in k8s.io, the operator's own): found by their root file
   # systems under its state directory, and stopped with a host-mode slot.

@@ -83,6 +83,26 @@ def kernel_tunables():
             raise SystemExit("Failed to start ContainerManager: open %s: %s" % (path, e.strerror.lower()))
 
 
+def pod_cgroup():
+    """kubelet does not run a pod it cannot place under kubepods.slice:
+    "Failed to start ContainerManager" err="failed to initialize top level
+    QOS containers" when the slice cannot be made, and a pod sandbox that
+    fails to start when its slice cannot. The container must be there."""
+    want = "/kubepods.slice/kubepods-besteffort.slice/%s/cri-containerd-%s.scope" % (
+        pod_slice, pod)
+    rows = [l.split() for l in run("task", "ls").stdout.splitlines()[1:]]
+    pid = next((r[1] for r in rows if len(r) >= 2 and r[0] == pod), None)
+    cgroup = ""
+    if pid:
+        for line in open("/proc/%s/cgroup" % pid):
+            f = line.strip().split(":", 2)
+            if len(f) == 3 and f[1] in ("", "name=systemd"):
+                cgroup = f[2]
+    if cgroup != want:
+        raise SystemExit("Failed to start ContainerManager: failed to initialize top level QOS "
+                         "containers: pod %s runs in cgroup %r, not %s" % (pod, cgroup, want))
+
+
 def ready():
     addr = os.environ.get("NOTIFY_SOCKET")
     if addr:
@@ -122,11 +142,19 @@ with open(os.path.join(volume, "token"), "w") as f:
 run("task", "kill", "-s", "SIGKILL", pod, check=False)
 run("task", "delete", "-f", pod, check=False)
 run("containers", "delete", pod, check=False)
-run("run", "-d", "--net-host",
+# As kubelet with the systemd cgroup driver places a pod: under
+# kubepods.slice, in a slice per pod and a scope per container, made by the
+# node's systemd (in nspawn mode, the machine's: it must be able to make
+# slices with the controllers delegated to it). A pod's UID has its dashes
+# as underscores there, as a dash nests slices.
+pod_slice = "kubepods-besteffort-pod%s.slice" % pod.replace("-", "_")
+run("run", "-d", "--net-host", "--runc-systemd-cgroup",
+    "--cgroup", "%s:cri-containerd:%s" % (pod_slice, pod),
     "--mount", "type=bind,src=%s,dst=/run/secret,options=rbind:ro" % volume,
     image, pod, "/bin/sh", "-c",
     "while :; do cat /run/secret/token > /tmp/seen; sleep 1; done")
-say("container %s runs, reading the volume" % pod)
+pod_cgroup()
+say("container %s runs under kubepods.slice, reading the volume" % pod)
 
 done = threading.Event()
 signal.signal(signal.SIGTERM, lambda *_: done.set())

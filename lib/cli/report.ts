@@ -3,6 +3,7 @@ import { find } from "../errors/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import { ExitAttention, ExitFailed, ExitOK, ExitUsage } from "./exit.ts";
 import type { Output } from "./output.ts";
+import { type Ran, verdict } from "./verdict.ts";
 
 /** How a migrate command ended, as every --json document reports it. */
 export interface Outcome {
@@ -201,18 +202,29 @@ export function resumeOutcome(r: migrate.ResumeOutcome | undefined): Outcome {
   };
 }
 
+/**
+ * Reports how a migrate command ended: the error line when it did not
+ * succeed, then the document. For a run (`ran`), the document says the
+ * downtime and the versions, and the human lines end with the verdict.
+ */
 export function report(
   out: Output,
   command: string,
   o: Outcome,
   journal?: migrate.Journal,
   group = "migrate",
+  ran?: Ran,
 ): number {
   if (o.exitCode !== ExitOK) {
     out.error(`${group} ${command}: ${o.outcome}${o.message ? `: ${o.message}` : ""}`);
   }
   out.result(
-    { command, ...o, journal: journalDoc(journal) },
+    {
+      command,
+      ...o,
+      ...(ran ? { downtimeMs: ran.downtimeMs, versions: ran.versions } : {}),
+      journal: journalDoc(journal),
+    },
     () => [
       `${command}: ${o.outcome}`,
       ...(o.failedStep
@@ -225,6 +237,7 @@ export function report(
       ...(o.rollback !== "not-needed" ? [`rollback: ${o.rollback}`] : []),
       ...(o.message ? [`message: ${o.message}`] : []),
       `next: ${o.nextAction}`,
+      ...(ran ? [verdict(ran, o)] : []),
     ],
   );
   return o.exitCode;

@@ -105,6 +105,7 @@ export async function rollback(
   cause: Error,
 ): Promise<Result> {
   const s = neverAborted;
+  spec.rollingBack?.(cause);
   const actions: [Action, () => Promise<void>][] = [];
   const target = undo.target;
   if (target) actions.push(["destroy-target", () => spec.target.destroy(target, { signal: s })]);

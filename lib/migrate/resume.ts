@@ -15,6 +15,13 @@ export interface ResumeJournalOptions {
   /** Resumes allowed at one step before giving up. Default {@linkcode defaultMaxAttempts}. */
   readonly maxAttempts?: number;
   readonly signal?: AbortSignal;
+  /**
+   * Wraps the journal's write-ahead hook (progress lines, say); the wrapper
+   * must record through the hook it is given.
+   */
+  readonly wrapRecord?: (
+    record: NonNullable<InPlaceSpec["record"]>,
+  ) => NonNullable<InPlaceSpec["record"]>;
 }
 
 /** What {@linkcode resume} did. */
@@ -83,7 +90,7 @@ export async function resume(
   }
   const record = recorder(store, counted);
   const result = await resumeInPlace(
-    { ...spec, record },
+    { ...spec, record: opts.wrapRecord ? opts.wrapRecord(record) : record },
     found.step,
     opts.signal ? { signal: opts.signal } : {},
   );

@@ -79,6 +79,12 @@ export interface InPlaceSpec {
    * it nothing can be resumed.
    */
   readonly record?: (step: Step, opts: RecordOptions) => Promise<void>;
+  /**
+   * Told once a failure starts a rollback, before its first action, with
+   * the failure: for progress lines (the journal records only its end).
+   * Optional; must not throw.
+   */
+  readonly rollingBack?: (cause: Error) => void;
 }
 
 /** How a migration ended. */

@@ -10,6 +10,7 @@ import { type LockOptions, withLock } from "./lock.ts";
 import { inPlaceHooks } from "./in_place_hooks.ts";
 import { appendHistory, type HistoryEvent, placeOf } from "./history.ts";
 import { messageOf } from "../errors/mod.ts";
+import { rollingBackLine, stepLines } from "./step_lines.ts";
 
 /** What `stratum migrate run` (in place) needs. */
 export interface MigrateOptions {
@@ -40,6 +41,10 @@ export interface Migrated {
   readonly result: migrate.Result & { readonly error?: Error | undefined };
   /** The mode and slot the node ran in before. */
   readonly from: isolation.NodeConfig;
+  /** How long the node was down (see StepLines.downtimeMs); null: the source never stopped. */
+  readonly downtimeMs: number | null;
+  /** The releases (BUNDLE.json's version) it ran before and was moved to, where known. */
+  readonly versions: { readonly from: string | null; readonly to: string | null };
 }
 
 /**
@@ -75,8 +80,19 @@ export async function runRecorded(
 ): Promise<Migrated> {
   const startedAt = new Date();
   const from = await placeOf(o.paths, current.mode, current.slot);
-  const m = await runSteps(o, current, startedAt, verified);
+  const steps = await runSteps(o, current, startedAt, verified);
   const targetSlot = isolation.otherSlot(current.slot);
+  const to = steps.journal?.step === migrate.StepComplete
+    ? await placeOf(o.paths, o.to, targetSlot)
+    : undefined;
+  const m: Migrated = {
+    ...steps,
+    versions: {
+      from: from.version ?? null,
+      // What was verified, else (a mode change from the installed copy) what now runs.
+      to: verified?.identity?.version ?? to?.version ?? null,
+    },
+  };
   const error = m.result.error;
   const failed = migrate.find(error, migrate.ActionError);
   // A refusal before the first change (no journal was written) changed
@@ -88,9 +104,8 @@ export async function runRecorded(
       ? `node ${o.event}`
       : `migrate run --to ${o.to}`,
     from,
-    to: m.journal?.step === migrate.StepComplete
-      ? await placeOf(o.paths, o.to, targetSlot)
-      : { mode: o.to, slot: targetSlot, ...(verified ? { digest: verified.manifestDigest } : {}) },
+    to: to ??
+      { mode: o.to, slot: targetSlot, ...(verified ? { digest: verified.manifestDigest } : {}) },
     outcome: m.journal?.step ?? "complete",
     ...(failed ? { failedStep: failed.action } : {}),
     ...(error ? { message: messageOf(error) } : {}),
@@ -105,7 +120,7 @@ async function runSteps(
   current: isolation.NodeConfig,
   startedAt: Date,
   verified?: bundle.Verified,
-): Promise<Migrated> {
+): Promise<Omit<Migrated, "versions">> {
   const { paths, systemctl } = o;
   const spec = inPlaceHooks({
     paths,
@@ -129,26 +144,37 @@ async function runSteps(
     await spec.preflight!(spec.target, o.signal);
   } catch (err) {
     const failed = new migrate.ActionError("preflight", undefined, err);
-    return { journal: undefined, result: { rolledBack: false, error: failed }, from: current };
+    return {
+      journal: undefined,
+      result: { rolledBack: false, error: failed },
+      from: current,
+      downtimeMs: null,
+    };
   }
   if (await installBootUnit(paths, o.self) && paths.root === "/") {
     await systemctl.daemonReload();
   }
   const store = new migrate.JournalStore(paths.journal);
-  const record = withFailpoint(
+  const targetSlot = isolation.otherSlot(current.slot);
+  // The step's line is said once it is durably recorded; a failpoint acts around both.
+  const lines = stepLines(
     migrate.recorder(store, {
       strategy: migrate.StrategyInPlace,
       from: current.mode,
       to: o.to,
       sourceSlot: current.slot,
-      targetSlot: isolation.otherSlot(current.slot),
+      targetSlot,
       startedAt,
     }),
-    o.failpoint,
-    o.killSelf,
+    { targetSlot, to: o.to, waitReadyMs: o.waitReadyMs },
+    o.log,
   );
+  const record = withFailpoint(lines.record, o.failpoint, o.killSelf);
   o.log(o.announce ?? `migrating from ${current.mode} (slot ${current.slot}) to ${o.to}`);
-  const result = await migrate.runInPlace({ ...spec, record }, { signal: o.signal });
+  const result = await migrate.runInPlace(
+    { ...spec, record, rollingBack: rollingBackLine(o.log) },
+    { signal: o.signal },
+  );
   let journal = await store.load().catch(() => undefined);
   const first = migrate.find(result.error, migrate.ActionError);
   if (
@@ -160,5 +186,5 @@ async function runSteps(
     await store.remove().catch(() => {});
     journal = await store.load().catch(() => undefined);
   }
-  return { journal, result, from: current };
+  return { journal, result, from: current, downtimeMs: lines.downtimeMs() };
 }

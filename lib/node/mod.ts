@@ -79,6 +79,15 @@ export {
   runRecorded,
 } from "./migrate_in_place.ts";
 export {
+  flagDuration,
+  rollingBackLine,
+  seconds,
+  stamp,
+  type StepContext,
+  type StepLines,
+  stepLines,
+} from "./step_lines.ts";
+export {
   ErrReprovisionRefused,
   handoffUnit,
   type ReprovisionStartOptions,

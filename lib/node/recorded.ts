@@ -12,6 +12,7 @@ import { reprovisionSpec } from "./reprovision.ts";
 import { inPlaceHooks } from "./in_place_hooks.ts";
 import { appendHistory } from "./history.ts";
 import { messageOf } from "../errors/mod.ts";
+import { rollingBackLine, stepLines } from "./step_lines.ts";
 
 /** The journal, undefined when there is none. An unreadable one rejects, never reads as "none". */
 export async function loadJournal(
@@ -128,5 +129,10 @@ async function resumeSteps(
     log: o.log,
   });
   o.log(`resuming the ${j.from} → ${j.to} migration recorded at step ${j.step}`);
-  return await migrate.resume(store, spec, { signal: o.signal });
+  // The same line per step as the run that recorded the journal.
+  const c = { targetSlot: j.targetSlot, to: j.to, waitReadyMs: o.waitReadyMs };
+  return await migrate.resume(store, { ...spec, rollingBack: rollingBackLine(o.log) }, {
+    signal: o.signal,
+    wrapRecord: (record) => stepLines(record, c, o.log).record,
+  });
 }

@@ -8,6 +8,7 @@ import { isDir, lockOptions, rootPaths, waitLockOption } from "../flags.ts";
 import type { Output } from "../output.ts";
 import type { Context } from "../program.ts";
 import { journalDoc, outcomeOf, report, reportRefused } from "../report.ts";
+import { ranOf } from "../verdict.ts";
 import { checkTarget, targetCommand, type TargetFlags } from "./target.ts";
 
 /** `stratum migrate run`: parses flags, calls node.migrateInPlace or node.startReprovision, reports. */
@@ -47,7 +48,14 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
         return;
       }
       const r = await node.migrateInPlace({ ...common, killSelf: deps.killSelf });
-      ctx.exitCode = report(out, "run", outcomeOf(r.journal, r.result), r.journal);
+      ctx.exitCode = report(
+        out,
+        "run",
+        outcomeOf(r.journal, r.result),
+        r.journal,
+        "migrate",
+        ranOf("migrate", r, to),
+      );
     });
 }
 

@@ -5,6 +5,7 @@ import type { Deps } from "../deps.ts";
 import { ErrUsage, ExitOK } from "../exit.ts";
 import { isDir } from "../flags.ts";
 import type { Context } from "../program.ts";
+import { ranOf } from "../verdict.ts";
 import { outcomeOf, report, reportRefused } from "../report.ts";
 import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
 
@@ -82,6 +83,13 @@ export function repairCommand(group: Command, ctx: Context, deps: Deps): void {
         ctx.exitCode = ExitOK;
         return;
       }
-      ctx.exitCode = report(out, "repair", outcomeOf(r.journal, r.result), r.journal, "node");
+      ctx.exitCode = report(
+        out,
+        "repair",
+        outcomeOf(r.journal, r.result),
+        r.journal,
+        "node",
+        ranOf("repair", r, r.from.mode),
+      );
     });
 }

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import type { Context } from "../program.ts";
+import { ranOf } from "../verdict.ts";
 import { outcomeOf, report } from "../report.ts";
 import { reportPlan } from "./plan.ts";
 import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
@@ -39,6 +40,13 @@ export function rollbackCommand(group: Command, ctx: Context, deps: Deps): void 
         return;
       }
       const r = await node.rollback(args);
-      ctx.exitCode = report(out, "rollback", outcomeOf(r.journal, r.result), r.journal, "node");
+      ctx.exitCode = report(
+        out,
+        "rollback",
+        outcomeOf(r.journal, r.result),
+        r.journal,
+        "node",
+        ranOf("rollback", r, r.from.mode),
+      );
     });
 }

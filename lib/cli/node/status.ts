@@ -73,7 +73,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       installed: null,
       message: messageOf(err),
       nextAction: `inspect ${paths.nodeConfig}: it cannot be read`,
-    }, () => []);
+    }, () => ["needs-attention", `${paths.nodeConfig} cannot be read: ${messageOf(err)}`]);
     ctx.exitCode = ExitAttention;
     return;
   }
@@ -94,6 +94,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         nextAction: "stratum node install",
       },
       () => [
+        journalError ? "needs-attention" : "not-installed",
         "not installed (no /etc/stratum/node.json): run stratum node install",
         ...(journalError ? [`migration journal cannot be read: ${journalError}`] : []),
       ],
@@ -216,15 +217,18 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
   // look at (files that do not match, a signature no recorded key made).
   const keyRetired = bundleCheck.verified && bundleCheck.trusted === false;
   const { warnings: _said, ...bundleFacts } = bundleCheck;
+  const outcome = needsAttention
+    ? "needs-attention"
+    : !healthy
+    ? "not-healthy"
+    : keyRetired
+    ? "key-retired"
+    : "healthy";
+  const runningVersion =
+    (await bundle.readIdentity(paths.slot(applied.slot)).catch(() => undefined))?.version ?? null;
   out.result(
     {
-      outcome: needsAttention
-        ? "needs-attention"
-        : !healthy
-        ? "not-healthy"
-        : keyRetired
-        ? "key-retired"
-        : "healthy",
+      outcome,
       installed: true,
       mode: applied.mode,
       slot: applied.slot,
@@ -233,8 +237,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
       running: {
         slot: applied.slot,
         digest: running ?? null,
-        version: (await bundle.readIdentity(paths.slot(applied.slot)).catch(() => undefined))
-          ?.version ?? null,
+        version: runningVersion,
       },
       previous: previous ? { slot: other, digest: previous } : null,
       kept,
@@ -262,7 +265,9 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         ? "none"
         : `the stack is not healthy: systemctl status ${unit}`,
     },
+    // The verdict first, as one word: what a person or a script reads first.
     () => [
+      outcome,
       `mode: ${applied.mode}, slot ${applied.slot}, node ${applied.node}`,
       `bundle: manifest sha256 ${digest ?? "missing"}, ${
         bundleCheck.verified
@@ -275,19 +280,19 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
           }`
           : `NOT verified (${bundleCheck.check}): ${bundleCheck.message}`
       }`,
-      `running: slot ${applied.slot}, manifest sha256 ${running ?? "missing"}`,
+      `running: release ${runningVersion ?? "?"}, slot ${applied.slot}, manifest sha256 ${
+        running ?? "missing"
+      }`,
       ...(previous
         ? [`other slot ${other}: manifest sha256 ${previous} (kept until the move ends)`]
         : []),
-      ...(kept
-        ? [
-          `kept release: ${kept.version ?? "?"}, manifest sha256 ${kept.digest} (${
-            kept.trusted
-              ? "stratum node rollback"
-              : "not verified by a trusted key: stratum node rollback would refuse it"
-          })`,
-        ]
-        : []),
+      kept
+        ? `kept: release ${kept.version ?? "?"}, manifest sha256 ${kept.digest} (${
+          kept.trusted
+            ? "stratum node rollback"
+            : "not verified by a trusted key: stratum node rollback would refuse it"
+        })`
+        : "kept: none",
       `health: ${unit} ${active ? "active" : "not active"}, ${stack?.health.url ?? "?"} ${
         healthy ? "answers" : `does not answer (${answers.detail})`
       }`,

@@ -5,6 +5,7 @@ import type { Deps } from "../deps.ts";
 import { ErrUsage, ExitOK } from "../exit.ts";
 import { isDir } from "../flags.ts";
 import type { Context } from "../program.ts";
+import { ranOf } from "../verdict.ts";
 import { outcomeOf, report, reportRefused } from "../report.ts";
 import { reportPlan } from "./plan.ts";
 import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
@@ -95,6 +96,13 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
         ctx.exitCode = ExitOK;
         return;
       }
-      ctx.exitCode = report(out, "upgrade", outcomeOf(r.journal, r.result), r.journal, "node");
+      ctx.exitCode = report(
+        out,
+        "upgrade",
+        outcomeOf(r.journal, r.result),
+        r.journal,
+        "node",
+        ranOf("upgrade", r, r.from.mode),
+      );
     });
 }

@@ -72,7 +72,7 @@ const spec = node.inPlaceHooks({
 });
 const hooks = Object.fromEntries(
   Object.entries(spec).map(([k, v]) => [k, typeof v === "function" ? timed(k, v as never) : v]),
-) as typeof spec;
+) as unknown as typeof spec;
 const store = new migrate.JournalStore(paths.journal);
 const record = timed(
   "record",

@@ -84,6 +84,12 @@ export {
   type ReprovisionStartOptions,
   startReprovision,
 } from "./reprovision_start.ts";
+export {
+  ErrUnitNotStarted,
+  startTransient,
+  transientArgv,
+  type TransientUnit,
+} from "./transient_unit.ts";
 export { provision } from "./provision.ts";
 export { upgrade, type Upgraded, type UpgradeOptions } from "./upgrade.ts";
 export { ack } from "./ack.ts";

@@ -106,6 +106,8 @@ export { releaseDamage, repair, type Repaired, type RepairOptions } from "./repa
 export {
   type ChangePlan,
   type Downtime,
+  lockFree,
+  migrationRefusal,
   planInstall,
   planRollback,
   planUpgrade,

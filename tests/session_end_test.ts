@@ -3,7 +3,9 @@
 // reader is gone, during `migrate run`, `node upgrade` and `node rollback`,
 // through the artifact in the systemd sandbox, with a target that never gets
 // healthy so the run is waiting (journal `awaiting-ready`) when the session
-// ends. (There is no --detach: a change does not outlive its session.)
+// ends. A change run without --detach does not outlive its session; one run
+// with --detach runs in its own unit, which a session's end never reaches
+// (tests/detach_test.ts).
 //
 // Invariant: each ends as SIGTERM does — the run rolls back on its own, the
 // journal says `rolled-back`, exactly one stack runs (the source), and the

@@ -25,6 +25,7 @@ export {
   type WriteOptions,
 } from "./durable_file.ts";
 export { type HostPaths, hostPaths } from "./paths.ts";
+export { serviceInCgroup, serviceOf } from "./process_unit.ts";
 export { sha256Hex, sha256Stream } from "./sha256.ts";
 export { ErrUnitValue, quoteEnvAssignment, quoteExecArg } from "./unit_quote.ts";
 export { ErrUnsafeFile, readSmallFile } from "./small_file.ts";

@@ -93,6 +93,12 @@ export {
   type ReprovisionStartOptions,
   startReprovision,
 } from "./reprovision_start.ts";
+export {
+  ErrUnitNotStarted,
+  startTransient,
+  transientArgv,
+  type TransientUnit,
+} from "./transient_unit.ts";
 export { provision } from "./provision.ts";
 export { upgrade, type Upgraded, type UpgradeOptions } from "./upgrade.ts";
 export { ack } from "./ack.ts";
@@ -109,6 +115,8 @@ export { releaseDamage, repair, type Repaired, type RepairOptions } from "./repa
 export {
   type ChangePlan,
   type Downtime,
+  lockFree,
+  migrationRefusal,
   planInstall,
   planRollback,
   planUpgrade,

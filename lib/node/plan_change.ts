@@ -4,11 +4,11 @@ import * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 import { appliedNode, requireNoJournal } from "./applied.ts";
-import { ErrBadRequest } from "./errors.ts";
+import { ErrBadRequest, ErrJournalExists } from "./errors.ts";
 import { readHistory } from "./history.ts";
 import { bundleDigest, checkInstall, ErrInstalledOtherwise } from "./install.ts";
 import type { LockOptions } from "./lock.ts";
-import { plan, type PlannedStep } from "./plan.ts";
+import { plan, planMigration, type PlannedStep } from "./plan.ts";
 import { bundlePolicy, ErrPreflight, freeSpace, preflight } from "./preflight.ts";
 
 /** One release: where it runs (or would), and which bundle it is. */
@@ -58,7 +58,7 @@ export interface ChangePlan {
  * (a plan must never make a run find the node busy): held past `waitMs`,
  * host.ErrBusy naming the holder, as the run would reject.
  */
-async function lockFree(paths: host.HostPaths, o: LockOptions): Promise<void> {
+export async function lockFree(paths: host.HostPaths, o: LockOptions): Promise<void> {
   const deadline = performance.now() + o.waitMs;
   let waiting = false;
   for (;;) {
@@ -71,6 +71,44 @@ async function lockFree(paths: host.HostPaths, o: LockOptions): Promise<void> {
     waiting = true;
     await new Promise((r) => setTimeout(r, 200));
   }
+}
+
+/**
+ * The checks `migrate run` (in place) makes before its first change, made
+ * as `migrate plan` makes them, changing nothing: the lock (host.ErrBusy
+ * when held past its wait), an open journal, node.json, the mode it runs
+ * already, preflight (the bundle, its version, the space, the state
+ * directories). The refusal's message, or undefined when the run would go
+ * ahead; an unreadable journal or node.json rejects as for the run.
+ */
+export async function migrationRefusal(o: {
+  readonly paths: host.HostPaths;
+  readonly to: isolation.Mode;
+  readonly bundle?: string | undefined;
+  readonly requireSignature: boolean;
+  readonly allowDowngrade: boolean;
+  readonly waitReadyMs: number;
+  readonly lock: LockOptions;
+}): Promise<string | undefined> {
+  await lockFree(o.paths, o.lock);
+  // In the run's order: a journal in the way, the mode it runs, preflight.
+  try {
+    await requireNoJournal(o.paths);
+  } catch (err) {
+    if (err instanceof ErrJournalExists) return err.message;
+    throw err;
+  }
+  const p = await planMigration({
+    paths: o.paths,
+    to: o.to,
+    strategy: migrate.StrategyInPlace,
+    ...(o.bundle ? { bundle: o.bundle } : {}),
+    ...(o.requireSignature ? { requireSignature: true } : {}),
+    ...(o.allowDowngrade ? { allowDowngrade: true } : {}),
+    waitReadyMs: o.waitReadyMs,
+  });
+  if (p.current.mode === o.to) return `This node already runs in ${o.to} mode`;
+  return p.refused;
 }
 
 /** The refusals a run makes with nothing changed (exit 2); anything else is the caller's to map. */

@@ -1,6 +1,5 @@
 import * as bundle from "../bundle/mod.ts";
 import { messageOf } from "../errors/mod.ts";
-import * as exec from "../exec/mod.ts";
 import type * as host from "../host/mod.ts";
 import * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
@@ -11,6 +10,7 @@ import { type LockOptions, withLock } from "./lock.ts";
 import { bundlePolicy, preflight, stackOf } from "./preflight.ts";
 import { dropWipeRequest, requestWipe } from "./wipe_state.ts";
 import { appendHistory, placeOf } from "./history.ts";
+import { ErrUnitNotStarted, startTransient } from "./transient_unit.ts";
 
 /** The handoff's transient unit: one fixed name, so systemd itself refuses a second. */
 export const handoffUnit = "stratum-reprovision.service";
@@ -120,36 +120,32 @@ export async function startReprovision(o: ReprovisionStartOptions): Promise<migr
     if (await installBootUnit(paths, o.self) && paths.root === "/") {
       await o.systemctl.daemonReload();
     }
-    const argv = [
-      "systemd-run",
-      `--unit=${handoffUnit}`,
-      "--collect",
-      "--description=Stratum reprovision handoff",
-      ...Object.entries(o.self.env ?? {}).map(([k, v]) => `--setenv=${k}=${v}`),
-      ...(o.failpoint ? [`--setenv=STRATUM_FAILPOINT=${o.failpoint}`] : []),
-      "--",
-      ...o.self.argv,
-      "migrate",
-      "resume",
-      "--root",
-      paths.root,
-      "--wait-lock",
-      "10m",
-      "--wait-ready",
-      `${Math.ceil(o.waitReadyMs / 1000)}s`,
-    ];
-    const r = await exec.run(argv, { timeoutMs: 60_000, signal: o.signal }).catch((e) =>
-      e as Error
-    );
-    if (r instanceof Error || r.code !== 0) {
+    try {
+      await startTransient({
+        unit: handoffUnit,
+        description: "Stratum reprovision handoff",
+        self: o.self,
+        args: [
+          "migrate",
+          "resume",
+          "--root",
+          paths.root,
+          "--wait-lock",
+          "10m",
+          "--wait-ready",
+          `${Math.ceil(o.waitReadyMs / 1000)}s`,
+        ],
+        failpoint: o.failpoint,
+        signal: o.signal,
+      });
+    } catch (err) {
       // Nothing was reset: the journal must not make the next boot do it.
       await store.remove();
       await dropWipeRequest(paths);
-      throw new ErrReprovisionRefused(
-        `cannot start the handoff unit ${handoffUnit}: ${
-          r instanceof Error ? r.message : r.stderr.trim() || `exit code ${r.code}`
-        }`,
-      );
+      const why = err instanceof ErrUnitNotStarted ? err.reason : messageOf(err);
+      throw new ErrReprovisionRefused(`cannot start the handoff unit ${handoffUnit}: ${why}`, {
+        cause: err,
+      });
     }
     await appendHistory(paths, {
       event: "reprovision",

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type * as host from "../../host/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
@@ -9,14 +10,19 @@ import type { Output } from "../output.ts";
 import type { Context } from "../program.ts";
 import { journalDoc, outcomeOf, report, reportRefused } from "../report.ts";
 import { ranOf } from "../verdict.ts";
-import { checkTarget, targetCommand, type TargetFlags } from "./target.ts";
+import { absolute, detach, detachOption, refuseDetachWith } from "../detach.ts";
+import { checkTarget, type Target, targetCommand, type TargetFlags } from "./target.ts";
 
-/** `stratum migrate run`: parses flags, calls node.migrateInPlace or node.startReprovision, reports. */
+/**
+ * `stratum migrate run`: parses flags, calls node.migrateInPlace or
+ * node.startReprovision, reports; with --detach, starts it as a unit (detach.ts).
+ */
 export function runCommand(group: Command, ctx: Context, deps: Deps): void {
   targetCommand(group.command("run"))
     .description("migrate this node to another isolation mode")
     .addOption(waitLockOption())
-    .action(async (opts: TargetFlags & { waitLock: string }) => {
+    .addOption(detachOption())
+    .action(async (opts: TargetFlags & { waitLock: string; detach?: boolean }) => {
       const out = ctx.output(opts);
       const waitLockMs = parseDuration("--wait-lock", opts.waitLock, true);
       const t = checkTarget(opts);
@@ -39,6 +45,10 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
         signal: deps.interrupted,
         log: (l: string) => out.log(l),
       };
+      if (opts.detach) {
+        ctx.exitCode = await detachRun(out, deps, opts, t, common);
+        return;
+      }
       if (strategy === migrate.StrategyReprovision) {
         ctx.exitCode = await reprovision(
           out,
@@ -57,6 +67,48 @@ export function runCommand(group: Command, ctx: Context, deps: Deps): void {
         ranOf("migrate", r, to),
       );
     });
+}
+
+/**
+ * `migrate run --detach`: the run's checks before its first change, here
+ * (a refusal is exit 2, the lock held 75, nothing started), then the run
+ * itself as a transient unit.
+ */
+async function detachRun(
+  out: Output,
+  deps: Deps,
+  opts: TargetFlags & { waitLock: string },
+  t: Target,
+  common: { paths: host.HostPaths; lock: node.LockOptions },
+): Promise<number> {
+  if (t.strategy === migrate.StrategyReprovision) {
+    throw new ErrUsage(
+      `--detach goes with --strategy in-place: a reprovision hands off to ${node.handoffUnit} itself`,
+    );
+  }
+  refuseDetachWith(opts);
+  const refused = await node.migrationRefusal({ ...t, ...common });
+  if (refused) {
+    return reportRefused(out, "run", refused, "fix what the message names; nothing was changed");
+  }
+  return await detach(out, deps, {
+    command: "run",
+    what: `migrate-to-${t.to}`,
+    paths: common.paths,
+    args: [
+      "migrate",
+      "run",
+      "--to",
+      t.to,
+      ...(t.bundle !== undefined ? ["--bundle", absolute(t.bundle)] : []),
+      ...(t.requireSignature ? ["--require-signature"] : []),
+      ...(t.allowDowngrade ? ["--allow-downgrade"] : []),
+      "--wait-ready",
+      opts.waitReady,
+      "--wait-lock",
+      opts.waitLock,
+    ],
+  });
 }
 
 /** Reports a reprovision's start: handed off (exit 0), or refused with nothing changed (exit 2). */

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import { ExitAttention, ExitOK } from "../exit.ts";
-import { runningHolder } from "../../host/lock.ts";
+import { currentHolder, unitLine, waitFor } from "../holder.ts";
 import * as node from "../../node/mod.ts";
 import type { Deps } from "../deps.ts";
 import { type Common, common, rootPaths } from "../root_flags.ts";
@@ -23,8 +23,9 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
   const store = new migrate.JournalStore(paths.journal);
   const j = await node.loadJournal(store);
   // A run, resume, upgrade... under way holds the lock: the journal is its
-  // to finish, and resume would only find the lock busy (75).
-  const holder = await runningHolder(paths.lock);
+  // to finish, and resume would only find the lock busy (75). A change run
+  // with --detach is named by its unit, whose journal shows its progress.
+  const holder = await currentHolder(paths.lock);
   const applied = await isolation.readNodeConfig(paths.nodeConfig);
   const o = j ? outcomeOf(j) : undefined;
   const state = !j ? "none" : migrate.isTerminal(j.step) ? (o!.outcome) : "in-progress";
@@ -48,7 +49,7 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
     }
     : null;
   const next = holder
-    ? `wait: pid ${holder.pid} ("${holder.command}", since ${holder.startedAt}) holds the migration lock and is carrying it out; run stratum migrate status again when it has finished`
+    ? waitFor(holder, "stratum migrate status")
     : !j
     ? "none"
     : migrate.isTerminal(j.step)
@@ -92,6 +93,7 @@ export async function migrateStatus(opts: Common, ctx: Context, deps: Deps): Pro
       ...(holder
         ? [`lock: held by pid ${holder.pid} since ${holder.startedAt}: ${holder.command}`]
         : []),
+      ...(holder?.unit ? [`change: ${unitLine({ ...holder, unit: holder.unit })}`] : []),
       `next: ${next}`,
     ],
   );

@@ -38,6 +38,17 @@ export function slotChangeOptions(cmd: Command, help: SlotChangeHelp): Command {
     .addOption(jsonOption());
 }
 
+/** The shared flags as a detached change's unit gets them (detach.ts): no --json, --plan, --root. */
+export function slotChangeFlags(opts: SlotChangeFlags): string[] {
+  return [
+    ...(opts.requireSignature ? ["--require-signature"] : []),
+    "--wait-ready",
+    opts.waitReady,
+    "--wait-lock",
+    opts.waitLock,
+  ];
+}
+
 /** Checks the shared flags: the options node.upgrade and node.rollback both take. */
 export async function slotChangeArgs(
   opts: SlotChangeFlags,

@@ -10,6 +10,7 @@ import type { Context } from "../program.ts";
 import type { Deps } from "../deps.ts";
 import { journalDoc } from "../report.ts";
 import { guard } from "../guard.ts";
+import { currentHolder, unitLine, waitFor } from "../holder.ts";
 
 /** How long a health verdict is retried before it says "not healthy". */
 export const healthDeadlineMs = 5000;
@@ -199,10 +200,13 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         : { ok: false, detail: "the slot's stack.json cannot be read" },
     };
   };
-  const [bundleCheck, active, { stack, answers }] = await Promise.all([
+  // A change under way (it holds the migration lock): who, and, run with
+  // --detach, the unit whose journal shows it.
+  const [bundleCheck, active, { stack, answers }, holder] = await Promise.all([
     checkBundle(),
     deps.systemctl().isActive(unit).catch(() => false),
     probe(),
+    currentHolder(paths.lock),
   ]);
   const healthy = active && answers.ok;
   // A failed journal: neither stack is known to run, whatever answers now.
@@ -249,6 +253,7 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         ...(answers.ok ? {} : { detail: answers.detail }),
       },
       journal: journalDoc(journal),
+      holder: holder ?? null,
       ...(journalError ? { journalError } : {}),
       ...(bundleCheck.warnings ? { warnings: bundleCheck.warnings } : {}),
       nextAction: !bundleCheck.verified
@@ -257,6 +262,8 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         ? "the journal cannot be read: stratum migrate status"
         : failedJournal
         ? "needs attention: a migration's rollback failed (journal failed), neither stack is known to run: stratum migrate status says what to check"
+        : holder
+        ? waitFor(holder, "stratum node status")
         : journal
         ? "a migration journal exists: stratum migrate status"
         : healthy && keyRetired
@@ -297,6 +304,13 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
         healthy ? "answers" : `does not answer (${answers.detail})`
       }`,
       ...(journal ? [`migration journal: ${journal.step} (stratum migrate status)`] : []),
+      ...(holder
+        ? [
+          holder.unit
+            ? `change: "${holder.command}" ${unitLine({ ...holder, unit: holder.unit })}`
+            : `change: "${holder.command}" runs (pid ${holder.pid}, since ${holder.startedAt}), holding the migration lock`,
+        ]
+        : []),
       ...(journalError
         ? [`migration journal cannot be read: ${journalError} (stratum migrate status)`]
         : []),

@@ -8,9 +8,15 @@ import type { Context } from "../program.ts";
 import { ranOf } from "../verdict.ts";
 import { outcomeOf, report, reportRefused } from "../report.ts";
 import { reportPlan } from "./plan.ts";
-import { slotChangeArgs, type SlotChangeFlags, slotChangeOptions } from "./slot_change.ts";
+import {
+  slotChangeArgs,
+  type SlotChangeFlags,
+  slotChangeFlags,
+  slotChangeOptions,
+} from "./slot_change.ts";
+import { absolute, detach, detachOption, refuseDetachWith } from "../detach.ts";
 
-/** `stratum node upgrade`: parses flags, calls node.upgrade, reports. */
+/** `stratum node upgrade`: parses flags, calls node.upgrade, reports; --detach: detach.ts. */
 export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
   slotChangeOptions(
     group.command("upgrade")
@@ -27,6 +33,7 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
       "--allow-downgrade",
       "accept a bundle older (BUNDLE.json's version) than the one this node runs",
     )
+    .addOption(detachOption())
     .description(
       "upgrade this node's stack to a new bundle in the mode it runs in, A/B through the other " +
         "slot, with the same write-ahead journal, rollback, resume and boot path as a mode change",
@@ -43,16 +50,56 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
         "\nExit codes: 0 upgraded or already installed, 1 rolled back, 2 bad input or refused,\n" +
         "3 needs attention, 75 a migration holds the lock. With --plan: the checks only, the\n" +
         "versions from → to, the steps and the downtime, nothing changed; 0 it would proceed\n" +
-        "(or has nothing to do), else the code the upgrade would refuse with.\n" +
+        "(or has nothing to do), else the code the upgrade would refuse with. With --detach:\n" +
+        "the same checks here (2, 75, 3 as --plan; nothing to do runs here, exit 0), then the\n" +
+        "upgrade runs as a transient unit, stratum-change-upgrade-….service: exit 0 once it\n" +
+        "started (1 it could not start); follow it with journalctl -u UNIT -f.\n" +
         "\nExamples:\n  stratum node upgrade --bundle /srv/stratum-bundle-1.2 --plan\n" +
         "  stratum node upgrade --bundle /srv/stratum-bundle-1.2 --json",
     )
-    .action(async (opts: SlotChangeFlags & { bundle: string; allowDowngrade?: boolean }) => {
+    .action(async (
+      opts: SlotChangeFlags & { bundle: string; allowDowngrade?: boolean; detach?: boolean },
+    ) => {
       const out = ctx.output(opts);
       if (!(await isDir(opts.bundle))) {
         throw new ErrUsage(`--bundle ${opts.bundle} is not a directory`);
       }
       const args = await slotChangeArgs(opts, out, deps, "stratum node upgrade");
+      if (opts.detach) {
+        refuseDetachWith(opts);
+        const p = await node.planUpgrade({
+          ...args,
+          bundle: opts.bundle,
+          allowDowngrade: opts.allowDowngrade === true,
+        });
+        if (p.outcome === "refused") {
+          ctx.exitCode = reportRefused(
+            out,
+            "upgrade",
+            p.refused ?? "",
+            "nothing was changed; see the message",
+            "node",
+          );
+          return;
+        }
+        // Nothing to do (the bundle runs): said here, as the upgrade would say it.
+        if (p.outcome === "planned") {
+          ctx.exitCode = await detach(out, deps, {
+            command: "upgrade",
+            what: "upgrade",
+            paths: args.paths,
+            args: [
+              "node",
+              "upgrade",
+              "--bundle",
+              absolute(opts.bundle),
+              ...(opts.allowDowngrade ? ["--allow-downgrade"] : []),
+              ...slotChangeFlags(opts),
+            ],
+          });
+          return;
+        }
+      }
       if (opts.plan) {
         const p = await node.planUpgrade({
           ...args,

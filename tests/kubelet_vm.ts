@@ -380,6 +380,18 @@ Deno.test({
       );
       await whole(vm, node, `after a restart in ${to}`);
     };
+    if (Deno.env.get("KUBELET_TESTS") === "upgrade") {
+      // The upgrade and rollback in host mode alone, after the install (a quick chain).
+      await stage(
+        "node upgrade in host mode to release 2: every pod Ready",
+        () => change("upgrade"),
+      );
+      await stage(
+        "node rollback in host mode to release 1: every pod Ready",
+        () => change("rollback"),
+      );
+      return;
+    }
     await stage(
       "SIGKILL after stopping-source, host → nspawn: resume rolls back, every pod Ready in host mode",
       () => crash("stopping-source", "kill"),
@@ -481,6 +493,25 @@ async function settled(vm: Vm, mode: Mode, slot: string): Promise<void> {
   assert(worst <= 5, `${mode}: kubelet logs the same error ${worst} times a minute:\n${log}`);
 }
 
+/** kubelet's /healthz?verbose, asked once for up to 20 s: its checks, and how long it took. */
+async function healthzVerbose(vm: Vm): Promise<string> {
+  const py = "import time, urllib.request as u\n" +
+    "t = time.time()\n" +
+    "try:\n" +
+    "  r = u.urlopen('http://127.0.0.1:10248/healthz?verbose', timeout=20); b = r.read().decode()\n" +
+    "except Exception as e:\n" +
+    "  b = repr(e)\n" +
+    "print('%.1f s: %s' % (time.time() - t, ' '.join(b.split())))";
+  const r = await vm.exec(["python3", "-c", py], { timeoutMs: 30_000 }).catch((e) => ({
+    stdout: String(e),
+  }));
+  const listening = await vm.sh(
+    "ss -ltnp 2>/dev/null | grep -E ':10248 ' || echo 'nothing listens on 10248'",
+  )
+    .catch(String);
+  return `${r.stdout.trim()}; ${listening.trim()}`;
+}
+
 /** The guest's time now, as the apiserver writes it (RFC 3339, UTC, seconds). */
 const now = (vm: Vm) => vm.sh("date -u +%Y-%m-%dT%H:%M:%SZ").then((s) => s.trim());
 
@@ -532,7 +563,8 @@ async function whole(
   let ns = await vm.exec([stratum, "node", "status", "--json"]);
   for (const t0 = performance.now(); ns.code !== 0 && performance.now() - t0 < 60_000;) {
     console.error(
-      `${label}: node status answered late: ${ns.stdout.replace(/\s+/g, " ").slice(-300)}`,
+      `${label}: node status answered late: ${ns.stdout.replace(/\s+/g, " ").slice(-300)}; ` +
+        `kubelet's /healthz?verbose asked for 20 s: ${await healthzVerbose(vm)}`,
     );
     await new Promise((r) => setTimeout(r, 3000));
     ns = await vm.exec([stratum, "node", "status", "--json"]);

@@ -265,7 +265,14 @@ Deno.test({
         ]);
         assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
         await waitFor(vm, "Node Ready", nodeReady, 300_000);
-        await vm.sh(`${kubectl} apply -f - <<'EOF'\n${podsYaml}EOF`);
+        // Applied until the apiserver takes them: /readyz answers before its
+        // own controllers have made the default namespace on a loaded guest.
+        await waitFor(
+          vm,
+          "the pods applied",
+          `${kubectl} apply -f - <<'EOF'\n${podsYaml}EOF`,
+          300_000,
+        );
         const t0 = performance.now();
         await waitFor(vm, "every pod Ready", allReady(since), 300_000);
         note("install: pods applied → every pod Ready", performance.now() - t0);

@@ -1,7 +1,6 @@
 import * as exec from "../exec/mod.ts";
 import type { HostPaths, Systemctl } from "../host/mod.ts";
 import { join } from "node:path";
-import { askHttp } from "./http_probe.ts";
 import { probeDir, probeExitMark, probeSocketName } from "./nspawn_backend.ts";
 import type { SlotRef } from "./slot.ts";
 import { expand, type Stack } from "./stack.ts";
@@ -11,11 +10,17 @@ import { expand, type Stack } from "./stack.ts";
  * `timeoutMs`; `detail` says what it did otherwise (for messages). Never
  * rejects: an unreachable stack is simply not healthy.
  */
-export function probeHealth(
+export async function probeHealth(
   url: string,
   timeoutMs = 2000,
 ): Promise<{ ok: boolean; detail: string }> {
-  return askHttp(url, timeoutMs);
+  try {
+    const r = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    await r.body?.cancel();
+    return { ok: r.ok, detail: `HTTP ${r.status}` };
+  } catch {
+    return { ok: false, detail: "no answer" };
+  }
 }
 
 /** What a stack's probes need: where it runs, and how to reach its machine. */

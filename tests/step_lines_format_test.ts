@@ -2,14 +2,14 @@
 // downtime the step-line hook measures on a clock the test moves, and the
 // verdict's wording. tests/step_lines_test.ts runs the real thing.
 
-import { parseDuration } from "../lib/cli/duration.ts";
+import { formatDuration, parseDuration } from "../lib/cli/duration.ts";
 import { outcomeOf } from "../lib/cli/report.ts";
 import { type Ran, verdict } from "../lib/cli/verdict.ts";
 import * as migrate from "../lib/migrate/mod.ts";
-import { flagDuration, seconds, stamp, stepLines } from "../lib/node/step_lines.ts";
+import { seconds, stamp, stepLines } from "../lib/node/step_lines.ts";
 import { assertEquals } from "./support/assert.ts";
 
-Deno.test("flagDuration says what --wait-ready takes, and parses back", () => {
+Deno.test("formatDuration says what --wait-ready takes, and parses back", () => {
   const cases: [number, string][] = [
     [120_000, "2m"],
     [90_000, "1m30s"],
@@ -20,7 +20,7 @@ Deno.test("flagDuration says what --wait-ready takes, and parses back", () => {
     [3_661_000, "1h1m1s"],
   ];
   for (const [ms, text] of cases) {
-    assertEquals(flagDuration(ms), text);
+    assertEquals(formatDuration(ms), text);
     assertEquals(parseDuration("--wait-ready", text), ms);
   }
   assertEquals([seconds(1234), stamp(400), stamp(123_456)], ["1.2 s", "[  0.4 s]", "[123.5 s]"]);

@@ -8,7 +8,6 @@
 // code of the change itself (docs/cli.md).
 
 import { Option } from "commander";
-import { resolve } from "node:path";
 import { ErrBusy, lockHeld, readHolder } from "../host/lock.ts";
 import type * as host from "../host/mod.ts";
 import * as node from "../node/mod.ts";
@@ -32,11 +31,6 @@ export function refuseDetachWith(opts: { root: string; plan?: boolean }): void {
   if (opts.root !== "/") {
     throw new ErrUsage("--detach runs the change under this node's systemd: it takes no --root");
   }
-}
-
-/** A path argument as the unit must get it: its working directory is /, not ours. */
-export function absolute(path: string): string {
-  return resolve(path);
 }
 
 /**

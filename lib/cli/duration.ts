@@ -27,3 +27,16 @@ export function parseDuration(flag: string, text: string, allowZero = false): nu
   }
   return total;
 }
+
+/**
+ * A duration as parseDuration takes it back, the way an operator would type
+ * the flag: 2m, 1m30s, 1.5s, 500ms. Messages that name a flag's value say it
+ * in the flag's own words.
+ */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${ms}ms`;
+  const h = Math.floor(ms / 3_600_000);
+  const m = Math.floor((ms % 3_600_000) / 60_000);
+  const s = (ms % 60_000) / 1000;
+  return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
+}

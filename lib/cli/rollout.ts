@@ -3,7 +3,7 @@ import $ from "dax";
 import { findAll } from "../errors/mod.ts";
 import type * as kube from "../kube/mod.ts";
 import * as rollout from "../rollout/mod.ts";
-import { parseDuration } from "./duration.ts";
+import { formatDuration, parseDuration } from "./duration.ts";
 import { ErrUsage, ExitFailed, ExitOK, Interrupted } from "./exit.ts";
 import type { Output } from "./output.ts";
 import { type Context, jsonOption } from "./program.ts";
@@ -189,10 +189,13 @@ function progressPrinter(
       case "waiting":
         left = p.targets.length;
         if (out.interactive) {
-          bar = $.progress({ message: `rollouts (up to ${formatWait(p.waitMs)})`, length: left });
+          bar = $.progress({
+            message: `rollouts (up to ${formatDuration(p.waitMs)})`,
+            length: left,
+          });
         }
         out.log(
-          `waiting up to ${formatWait(p.waitMs)} for ${p.targets.length} rollouts: ${
+          `waiting up to ${formatDuration(p.waitMs)} for ${p.targets.length} rollouts: ${
             p.targets.join(", ")
           }`,
         );
@@ -210,10 +213,6 @@ function progressPrinter(
     }
   };
   return { show, stop };
-}
-
-function formatWait(ms: number): string {
-  return ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`;
 }
 
 /**

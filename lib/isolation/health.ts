@@ -14,12 +14,20 @@ export async function probeHealth(
   url: string,
   timeoutMs = 2000,
 ): Promise<{ ok: boolean; detail: string }> {
+  const t0 = performance.now();
   try {
     const r = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
     await r.body?.cancel();
     return { ok: r.ok, detail: `HTTP ${r.status}` };
-  } catch {
-    return { ok: false, detail: "no answer" };
+  } catch (err) {
+    // Why, and after how long: a refused connection is a stack not (yet)
+    // listening; a timeout whose wait ran far past timeoutMs is this
+    // process's own event loop held up, not the stack's slowness.
+    const took = ((performance.now() - t0) / 1000).toFixed(1);
+    const why = err instanceof DOMException && err.name === "TimeoutError"
+      ? `none within ${timeoutMs / 1000} s`
+      : String((err as Error).message).split("\n", 1)[0]!.slice(0, 160);
+    return { ok: false, detail: `no answer (${why}; asked for ${took} s)` };
   }
 }
 

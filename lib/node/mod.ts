@@ -79,7 +79,6 @@ export {
   runRecorded,
 } from "./migrate_in_place.ts";
 export {
-  flagDuration,
   rollingBackLine,
   seconds,
   stamp,

@@ -4,6 +4,7 @@
 // node was down. The lines are said after each step is durably recorded,
 // so a line on the terminal is a step the journal holds.
 
+import { formatDuration } from "../cli/duration.ts";
 import type * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 
@@ -28,7 +29,7 @@ const lines: Readonly<
   [migrate.StepStoppingSource]: () => "stopping source: downtime starts",
   [migrate.StepStartingTarget]: () => "starting target",
   [migrate.StepPersisting]: () => "persisting the target as the node's",
-  [migrate.StepAwaitingReady]: (c) => `waiting up to ${flagDuration(c.waitReadyMs)} for health`,
+  [migrate.StepAwaitingReady]: (c) => `waiting up to ${formatDuration(c.waitReadyMs)} for health`,
   [migrate.StepReady]: (_, down) => down === null ? "ready" : `ready: down ${seconds(down)}`,
   [migrate.StepComplete]: () => "complete",
   [migrate.StepRolledBack]: (_, down) =>
@@ -38,15 +39,6 @@ const lines: Readonly<
   [migrate.StepBootstrapping]: () => "bootstrapping",
   [migrate.StepBootstrapped]: () => "bootstrapped",
 };
-
-/** A duration as --wait-ready takes it (lib/cli/duration.ts): 2m, 1m30s, 1.5s, 500ms. */
-export function flagDuration(ms: number): string {
-  if (ms < 1000) return `${ms}ms`;
-  const h = Math.floor(ms / 3_600_000);
-  const m = Math.floor((ms % 3_600_000) / 60_000);
-  const s = (ms % 60_000) / 1000;
-  return `${h ? `${h}h` : ""}${m ? `${m}m` : ""}${s ? `${s}s` : ""}`;
-}
 
 /** Seconds with one decimal, as the lines and the verdict say a time: `1.2 s`. */
 export function seconds(ms: number): string {

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import type * as host from "../../host/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
@@ -10,7 +11,7 @@ import type { Output } from "../output.ts";
 import type { Context } from "../program.ts";
 import { journalDoc, outcomeOf, report, reportRefused } from "../report.ts";
 import { ranOf } from "../verdict.ts";
-import { absolute, detach, detachOption, refuseDetachWith } from "../detach.ts";
+import { detach, detachOption, refuseDetachWith } from "../detach.ts";
 import { checkTarget, type Target, targetCommand, type TargetFlags } from "./target.ts";
 
 /**
@@ -100,7 +101,8 @@ async function detachRun(
       "run",
       "--to",
       t.to,
-      ...(t.bundle !== undefined ? ["--bundle", absolute(t.bundle)] : []),
+      // Absolute: the unit's working directory is /, not ours.
+      ...(t.bundle !== undefined ? ["--bundle", resolve(t.bundle)] : []),
       ...(t.requireSignature ? ["--require-signature"] : []),
       ...(t.allowDowngrade ? ["--allow-downgrade"] : []),
       "--wait-ready",

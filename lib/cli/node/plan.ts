@@ -3,7 +3,8 @@
 // give) or a few human lines. A held lock (75) and an unreadable journal or
 // node.json (3) never get here: they reject as the run's would.
 
-import type * as node from "../../node/mod.ts";
+import * as node from "../../node/mod.ts";
+import { formatDuration } from "../duration.ts";
 import { ExitOK, ExitUsage } from "../exit.ts";
 import type { Output } from "../output.ts";
 
@@ -17,10 +18,6 @@ function named(r: node.Release | null): string {
   if (!r) return "nothing";
   const what = r.version ?? (r.digest ? `bundle ${r.digest.slice(0, 12)}` : "an unknown bundle");
   return `${what} (${r.mode} mode, slot ${r.slot})`;
-}
-
-function seconds(ms: number): string {
-  return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000}m` : `${Math.round(ms / 100) / 10} s`;
 }
 
 /** Reports `p` and returns the exit code the run would give. */
@@ -38,9 +35,9 @@ export function reportPlan(out: Output, p: node.ChangePlan, run: string): number
       ? "none: no stack runs on this node yet"
       : "none"
     : `from ${d.startsAt} until the new stack is healthy: at most ${
-      seconds(d.healthWaitMs)
+      formatDuration(d.healthWaitMs)
     } of health wait, then it rolls back to the running release${
-      d.lastMs !== null ? `; the last ${command} here took ${seconds(d.lastMs)} in all` : ""
+      d.lastMs !== null ? `; the last ${command} here took ${node.seconds(d.lastMs)} in all` : ""
     }`;
   if (p.outcome === "refused") out.error(`node ${command} --plan: refused: ${p.refused}`);
   out.result(

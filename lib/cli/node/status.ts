@@ -51,10 +51,13 @@ async function answersWithin(
   c: isolation.ProbeContext,
 ): Promise<{ ok: boolean; detail: string }> {
   const until = performance.now() + healthDeadlineMs;
-  for (;;) {
+  for (let asks = 1;; asks++) {
     const left = until - performance.now();
     const r = await isolation.probeStack(stack, c, Math.max(250, Math.min(2000, left)));
-    if (r.ok || performance.now() + 250 >= until) return r;
+    if (r.ok) return r;
+    if (performance.now() + 250 >= until) {
+      return asks === 1 ? r : { ok: false, detail: `${r.detail}, the last of ${asks} asks` };
+    }
     await new Promise((r) => setTimeout(r, 250));
   }
 }

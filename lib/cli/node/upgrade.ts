@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import * as bundle from "../../bundle/mod.ts";
 import * as node from "../../node/mod.ts";
@@ -14,7 +15,7 @@ import {
   slotChangeFlags,
   slotChangeOptions,
 } from "./slot_change.ts";
-import { absolute, detach, detachOption, refuseDetachWith } from "../detach.ts";
+import { detach, detachOption, refuseDetachWith } from "../detach.ts";
 
 /** `stratum node upgrade`: parses flags, calls node.upgrade, reports; --detach: detach.ts. */
 export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
@@ -92,7 +93,8 @@ export function upgradeCommand(group: Command, ctx: Context, deps: Deps): void {
               "node",
               "upgrade",
               "--bundle",
-              absolute(opts.bundle),
+              // Absolute: the unit's working directory is /, not ours.
+              resolve(opts.bundle),
               ...(opts.allowDowngrade ? ["--allow-downgrade"] : []),
               ...slotChangeFlags(opts),
             ],

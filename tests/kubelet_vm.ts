@@ -14,7 +14,9 @@
 // `node upgrade` to release 2 and `node rollback` in host mode; moved to
 // nspawn; upgraded to release 2 in nspawn mode; moved to host; host →
 // nspawn with a power cut after `awaiting-ready`, the boot completes it in
-// nspawn mode with no command. After each step:
+// nspawn mode with no command; nspawn → host killed after `awaiting-ready`,
+// `migrate resume` completes it; host → nspawn with a power cut after
+// `stopping-source`, the boot rolls back to host. After each step:
 // - the Node is Ready, and every pod Running and Ready: a static pod, an
 //   API pod reading its Secret and ConfigMap volumes, a pod on the CNI
 //   bridge with an address from it;
@@ -423,6 +425,14 @@ Deno.test({
     await stage(
       "a power cut after awaiting-ready, host → nspawn: the boot completes it, every pod Ready",
       () => crash("awaiting-ready", "power"),
+    );
+    await stage(
+      "SIGKILL after awaiting-ready, nspawn → host: resume completes it, every pod Ready in host mode",
+      () => crash("awaiting-ready", "kill"),
+    );
+    await stage(
+      "a power cut after stopping-source, host → nspawn: the boot rolls back to host, every pod Ready",
+      () => crash("stopping-source", "power"),
     );
 
     for (const [what, ms] of times) {

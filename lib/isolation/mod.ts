@@ -41,7 +41,7 @@ export {
   type Service,
   type Stack,
 } from "./stack.ts";
-export { type ProbeContext, probeHealth, probeStack } from "./health.ts";
+export { type ProbeContext, probeHealth, probeStack, probeStackWithin } from "./health.ts";
 export {
   checkState,
   checkStateDir,

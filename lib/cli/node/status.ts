@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import * as bundle from "../../bundle/mod.ts";
 import { is, messageOf } from "../../errors/mod.ts";
+import * as exec from "../../exec/mod.ts";
 import * as isolation from "../../isolation/mod.ts";
 import * as migrate from "../../migrate/mod.ts";
 import * as node from "../../node/mod.ts";
@@ -40,26 +41,6 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
         "Examples:\n  stratum node status --json\n  stratum node status --verify",
     )
     .action((opts: StatusOptions) => nodeStatus(opts, ctx, deps));
-}
-
-/**
- * The stack's health probes all pass, asked again until `healthDeadlineMs`
- * has passed; otherwise what the last probe said (for the operator).
- */
-async function answersWithin(
-  stack: isolation.Stack,
-  c: isolation.ProbeContext,
-): Promise<{ ok: boolean; detail: string }> {
-  const until = performance.now() + healthDeadlineMs;
-  for (let asks = 1;; asks++) {
-    const left = until - performance.now();
-    const r = await isolation.probeStack(stack, c, Math.max(250, Math.min(2000, left)));
-    if (r.ok) return r;
-    if (performance.now() + 250 >= until) {
-      return asks === 1 ? r : { ok: false, detail: `${r.detail}, the last of ${asks} asks` };
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 /** The body of `stratum node status`, for commander and for the fast path. */
@@ -199,10 +180,14 @@ export async function nodeStatus(opts: StatusOptions, ctx: Context, deps: Deps):
     return {
       stack,
       answers: stack
-        ? await answersWithin(stack, c)
+        ? await isolation.probeStackWithin(stack, c, healthDeadlineMs)
         : { ok: false, detail: "the slot's stack.json cannot be read" },
     };
   };
+  // dax loaded before the timed probe starts beside the first systemctl
+  // call: its load holds the main thread, and a probe's timer running
+  // meanwhile said "no answer" of a stack that answered (issue 37).
+  await exec.load();
   // A change under way (it holds the migration lock): who, and, run with
   // --detach, the unit whose journal shows it.
   const [bundleCheck, active, { stack, answers }, holder] = await Promise.all([

@@ -30,9 +30,9 @@ export function statusCommand(group: Command, ctx: Context, deps: Deps): void {
     )
     .addHelpText(
       "after",
-      `\nThe health check is retried for up to ${
+      `\nThe health check is asked again for up to ${
         healthDeadlineMs / 1000
-      } s before it says "not healthy".\n` +
+      } s, and at least twice, before it says "not healthy" (and why).\n` +
         "Exit codes: 0 installed and healthy (also key-retired: the running release was verified\n" +
         "by a key since removed from the trust store, a warning), 1 not installed or not\n" +
         "healthy, 3 node.json or\n" +

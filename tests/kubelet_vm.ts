@@ -16,7 +16,8 @@
 // nspawn with a power cut after `awaiting-ready`, the boot completes it in
 // nspawn mode with no command; nspawn → host killed after `awaiting-ready`,
 // `migrate resume` completes it; host → nspawn with a power cut after
-// `stopping-source`, the boot rolls back to host. After each step:
+// `stopping-source`, the boot rolls back to host. A second node is installed
+// in nspawn mode. After each step:
 // - the Node is Ready, and every pod Running and Ready: a static pod, an
 //   API pod reading its Secret and ConfigMap volumes, a pod on the CNI
 //   bridge with an address from it;
@@ -199,36 +200,38 @@ spec:
     command: ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 2 & wait; done"]
 `;
 
-Deno.test({
-  name:
-    "a real kubelet registered with a real apiserver: installed in host mode, moved to nspawn " +
-    "and back; Node Ready, every pod Ready, one kubelet, images kept",
-  sanitizeOps: false,
-  sanitizeResources: false,
-  async fn(t) {
-    const vmImage = await buildImage();
-    await using vm = await vmWithArtifact(vmImage.dir, stratumBin, async (payload) => {
-      for (const v of ["1", "2"] as const) {
-        const built = await new Deno.Command("bash", {
-          args: [
-            join(repoRoot, "examples/node-stack/build.sh"),
-            join(payload, bundles[v].split("/").pop()!),
-            v,
-          ],
-          env: { STRATUM: stratumBin, KUBELET: kubeletBin },
-          stdout: "null",
-          stderr: "piped",
-        }).output();
-        assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
-      }
-      await Deno.copyFile(apiserverBin, join(payload, "kube-apiserver"));
-      const kc = (await $`which ${kubectlBin}`.text()).trim();
-      await Deno.copyFile(await Deno.realPath(kc), join(payload, "kubectl"));
-      await makePki(join(payload, "pki"));
-    });
+/** Which tests run: KUBELET_TESTS=upgrade (the quick chain), nspawn-install, or all (unset). */
+const only = Deno.env.get("KUBELET_TESTS");
+
+/**
+ * A booted VM with the control plane up and the node's credentials
+ * provisioned under /var/lib/kubelet, as cloud-init or `kubeadm join` would
+ * before the first install; nothing of stratum's installed.
+ */
+async function provisionedVm(): Promise<Vm> {
+  const vmImage = await buildImage();
+  const vm = await vmWithArtifact(vmImage.dir, stratumBin, async (payload) => {
+    for (const v of ["1", "2"] as const) {
+      const built = await new Deno.Command("bash", {
+        args: [
+          join(repoRoot, "examples/node-stack/build.sh"),
+          join(payload, bundles[v].split("/").pop()!),
+          v,
+        ],
+        env: { STRATUM: stratumBin, KUBELET: kubeletBin },
+        stdout: "null",
+        stderr: "piped",
+      }).output();
+      assertEquals(built.code, 0, new TextDecoder().decode(built.stderr));
+    }
+    await Deno.copyFile(apiserverBin, join(payload, "kube-apiserver"));
+    const kc = (await $`which ${kubectlBin}`.text()).trim();
+    await Deno.copyFile(await Deno.realPath(kc), join(payload, "kubectl"));
+    await makePki(join(payload, "pki"));
+  });
+  try {
     await vm.boot();
     await vm.sh(controlPlaneUnits);
-    // The node's credentials, as cloud-init writes them before the first install.
     await vm.sh(
       "mkdir -p /var/lib/kubelet/pki /var/lib/kubelet/static-pods && " +
         "cp /srv/payload/pki/node.kubeconfig /var/lib/kubelet/kubeconfig && " +
@@ -236,51 +239,99 @@ Deno.test({
     );
     await vm.sh(`cat >/var/lib/kubelet/static-pods/static-web.yaml <<'EOF'\n${staticPod}EOF`);
     await waitFor(vm, "the apiserver answers", `${kubectl} get --raw /readyz`, 300_000);
+    return vm;
+  } catch (e) {
+    await vm[Symbol.asyncDispose]();
+    throw e;
+  }
+}
 
+/** A step of a chain: on failure, what the guest shows is printed first. */
+const stager = (t: Deno.TestContext, vm: Vm) => (name: string, f: () => Promise<void>) =>
+  t.step(name, async () => {
+    try {
+      await f();
+    } catch (e) {
+      console.error(`${name}: failed; the guest:\n${await evidence(vm)}`);
+      throw e;
+    }
+  });
+
+/**
+ * `node install` in `node.mode`, adopting the provisioned /var/lib/kubelet:
+ * the Node Ready, the pods applied and every pod Ready, the node whole;
+ * the image blobs' inodes kept in `node` for every later step.
+ */
+async function install(vm: Vm, node: { mode: Mode; inodes: string; version: Version }) {
+  const since = await now(vm);
+  const r = await vm.exec([
+    stratum,
+    "node",
+    "install",
+    "--mode",
+    node.mode,
+    "--bundle",
+    bundle,
+    "--node",
+    "node-1",
+    "--adopt-state",
+    "/var/lib/kubelet",
+  ]);
+  assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
+  await waitFor(vm, "Node Ready", nodeReady, 300_000);
+  // Applied until the apiserver takes them: /readyz answers before its
+  // own controllers have made the default namespace on a loaded guest.
+  await waitFor(vm, "the pods applied", `${kubectl} apply -f - <<'EOF'\n${podsYaml}EOF`, 300_000);
+  const t0 = performance.now();
+  await waitFor(vm, "every pod Ready", allReady(since), 300_000);
+  note(`install in ${node.mode} mode: pods applied → every pod Ready`, performance.now() - t0);
+  node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
+  await whole(vm, node, `after install in ${node.mode} mode`);
+  if (node.mode === "nspawn") {
+    await settled(vm, "nspawn", JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot);
+  }
+}
+
+/** The times noted, one line each. */
+function printTimes(): void {
+  for (const [what, ms] of times) {
+    console.error(
+      `real kubelet (TCG): ${what}: ${ms.map((m) => (m / 1000).toFixed(1)).join(", ")} s`,
+    );
+  }
+}
+
+Deno.test({
+  name:
+    "a real kubelet installed in nspawn mode: Node Ready, every pod Ready, kubelet's checks pass",
+  ignore: only !== undefined && only !== "nspawn-install",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    await using vm = await provisionedVm();
+    const node = { mode: "nspawn" as Mode, inodes: "", version: "1" as Version };
+    await stager(t, vm)(
+      "node install in nspawn mode adopting /var/lib/kubelet: Node Ready, pods Ready",
+      () => install(vm, node),
+    );
+    printTimes();
+  },
+});
+
+Deno.test({
+  name:
+    "a real kubelet registered with a real apiserver: installed in host mode, moved to nspawn " +
+    "and back; Node Ready, every pod Ready, one kubelet, images kept",
+  ignore: only === "nspawn-install",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn(t) {
+    await using vm = await provisionedVm();
     const node = { mode: "host" as Mode, inodes: "", version: "1" as Version };
-    const stage = (name: string, f: () => Promise<void>) =>
-      t.step(name, async () => {
-        try {
-          await f();
-        } catch (e) {
-          console.error(`${name}: failed; the guest:\n${await evidence(vm)}`);
-          throw e;
-        }
-      });
-
+    const stage = stager(t, vm);
     await stage(
       "node install in host mode adopting /var/lib/kubelet: Node Ready, pods Ready",
-      async () => {
-        const since = await now(vm);
-        const r = await vm.exec([
-          stratum,
-          "node",
-          "install",
-          "--mode",
-          "host",
-          "--bundle",
-          bundle,
-          "--node",
-          "node-1",
-          "--adopt-state",
-          "/var/lib/kubelet",
-        ]);
-        assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
-        await waitFor(vm, "Node Ready", nodeReady, 300_000);
-        // Applied until the apiserver takes them: /readyz answers before its
-        // own controllers have made the default namespace on a loaded guest.
-        await waitFor(
-          vm,
-          "the pods applied",
-          `${kubectl} apply -f - <<'EOF'\n${podsYaml}EOF`,
-          300_000,
-        );
-        const t0 = performance.now();
-        await waitFor(vm, "every pod Ready", allReady(since), 300_000);
-        note("install: pods applied → every pod Ready", performance.now() - t0);
-        node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
-        await whole(vm, node, "after install");
-      },
+      () => install(vm, node),
     );
 
     /**
@@ -389,7 +440,7 @@ Deno.test({
       );
       await whole(vm, node, `after a restart in ${to}`);
     };
-    if (Deno.env.get("KUBELET_TESTS") === "upgrade") {
+    if (only === "upgrade") {
       // The upgrade and rollback in host mode alone, after the install (a quick chain).
       await stage(
         "node upgrade in host mode to release 2: every pod Ready",
@@ -435,11 +486,7 @@ Deno.test({
       () => crash("stopping-source", "power"),
     );
 
-    for (const [what, ms] of times) {
-      console.error(
-        `real kubelet (TCG): ${what}: ${ms.map((m) => (m / 1000).toFixed(1)).join(", ")} s`,
-      );
-    }
+    printTimes();
   },
 });
 

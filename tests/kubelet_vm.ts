@@ -126,7 +126,10 @@ cat >/etc/systemd/system/test-cp-etcd.service <<'EOF'
 [Unit]
 Description=the control plane's etcd (not the node's stack)
 After=test-net.service
+StartLimitIntervalSec=0
 [Service]
+Restart=always
+RestartSec=2
 ExecStart=/usr/bin/etcd --name cp --data-dir /var/lib/test-cp-etcd --listen-client-urls http://127.0.0.1:12379 --advertise-client-urls http://127.0.0.1:12379 --listen-peer-urls http://127.0.0.1:12380 --initial-advertise-peer-urls http://127.0.0.1:12380 --initial-cluster cp=http://127.0.0.1:12380
 [Install]
 WantedBy=multi-user.target
@@ -136,7 +139,10 @@ cat >/etc/systemd/system/test-cp-apiserver.service <<'EOF'
 Description=kube-apiserver (not the node's stack)
 After=test-cp-etcd.service test-net.service
 Wants=test-cp-etcd.service
+# After a power cut its etcd comes back slowly under emulation: never give up.
+StartLimitIntervalSec=0
 [Service]
+RestartSec=2
 ExecStart=/srv/payload/kube-apiserver --etcd-servers=http://127.0.0.1:12379 --secure-port=6443 --advertise-address=10.99.0.1 --service-cluster-ip-range=10.96.0.0/16 --client-ca-file=/srv/payload/pki/ca.crt --tls-cert-file=/srv/payload/pki/apiserver.crt --tls-private-key-file=/srv/payload/pki/apiserver.key --service-account-key-file=/srv/payload/pki/sa.pub --service-account-signing-key-file=/srv/payload/pki/sa.key --service-account-issuer=https://kubernetes.default.svc --authorization-mode=Node,RBAC --enable-admission-plugins=NodeRestriction --disable-admission-plugins=ServiceAccount --allow-privileged=true
 Restart=always
 [Install]
@@ -645,6 +651,7 @@ async function evidence(vm: Vm): Promise<string> {
   const r = await vm.exec([
     "sh",
     "-c",
+    `systemctl status test-cp-etcd test-cp-apiserver --no-pager 2>&1 | tail -20; ` +
     `systemctl status 'stratum-*' 'test-*' --no-pager 2>&1 | tail -40; ` +
     `journalctl -u 'stratum-*' --no-pager 2>&1 | grep -iE 'error|fail' | tail -40; ` +
     `${kubectl} get nodes,pods -o wide 2>&1; ${kubectl} describe pods 2>&1 | tail -40`,

@@ -37,8 +37,8 @@ let dax: Promise<typeof import("dax")> | undefined;
  * health probe beside a first `systemctl` call) loads it first, so the
  * load's stall is not counted against what it times.
  */
-export async function load(): Promise<void> {
-  await (dax ??= import("dax"));
+export function load(): Promise<typeof import("dax")> {
+  return dax ??= import("dax");
 }
 
 /** Options of one call. */
@@ -127,8 +127,7 @@ export class ExitError extends Error {
 export async function run(argv: readonly string[], opts: RunOptions): Promise<Output> {
   const secs = (opts.timeoutMs / 1000).toFixed(3);
   const guard = setpriv() ? ["setpriv", "--pdeathsig", "TERM"] : [];
-  await load();
-  const { $ } = await dax!;
+  const { $ } = await load();
   let cmd =
     $`${guard} timeout --kill-after=${killGraceSeconds} ${secs} sh -c ${'"$@"; exit $?'} sh ${[
       ...argv,

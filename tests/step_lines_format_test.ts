@@ -2,7 +2,8 @@
 // downtime the step-line hook measures on a clock the test moves, and the
 // verdict's wording. tests/step_lines_test.ts runs the real thing.
 
-import { formatDuration, parseDuration } from "../lib/cli/duration.ts";
+import { parseDuration } from "../lib/cli/duration.ts";
+import { formatDuration } from "../lib/duration/mod.ts";
 import { outcomeOf } from "../lib/cli/report.ts";
 import { type Ran, verdict } from "../lib/cli/verdict.ts";
 import * as migrate from "../lib/migrate/mod.ts";

@@ -4,7 +4,7 @@
 // node was down. The lines are said after each step is durably recorded,
 // so a line on the terminal is a step the journal holds.
 
-import { formatDuration } from "../cli/duration.ts";
+import { formatDuration } from "../duration/mod.ts";
 import type * as isolation from "../isolation/mod.ts";
 import * as migrate from "../migrate/mod.ts";
 

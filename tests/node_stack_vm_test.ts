@@ -28,16 +28,19 @@
 //   a migration nspawn → host made to fail after the target started (back to
 //   nspawn), `node rollback` to the kept release, a move → host; then the ci
 //   tail below.
-// - ci (the default; CI): install in nspawn mode; nspawn → host killed after
-//   `awaiting-ready`, finished by `resume` (the first step resume finishes:
-//   the edge of the rule, and it does all of step 9: the source machine with
-//   its container destroyed, the target's started again idempotently);
-//   a move → nspawn; a power cut with no journal. Each mode and each
-//   direction of the moves once, and a resume. The upgrades and a move made
+// - ci (the default; CI): install in nspawn mode and a power cut right
+//   after it returns; nspawn → host killed after `awaiting-ready`, finished
+//   by `resume` (the first step resume finishes: the edge of the rule, and it
+//   does all of step 9: the source machine with its container destroyed, the
+//   target's started again idempotently); a move → nspawn; nspawn → host cut
+//   off after `stopping-source` (the last step before which a cut rolls
+//   back: the boot starts the source from what reached the disk). Each mode
+//   and each direction once, a resume, and CI's only real power cuts (CI
+//   boots one VM: tests/vm_suites.ts). The upgrades and a move made
 //   to fail after the target started (a rollback) are in `all` only: CI's 2
-//   cores share the VM with every other suite (22.5 min for 6 steps there),
-//   and the sandbox runs upgrades in both modes (node_upgrade_test, etcd's
-//   stack) and rolled-back moves in both directions (node_state_test).
+//   cores share the VM with every other suite, and the sandbox runs
+//   upgrades in both modes (node_upgrade_test, etcd's stack) and rolled-back
+//   moves in both directions (node_state_test).
 // - install: install in nspawn mode and the power cut (quick); off: skipped.
 // - containers: install in nspawn mode, then a move each way, each from a
 //   source whose runtime runs two containers the stack did not declare
@@ -184,14 +187,29 @@ Deno.test({
         }
       });
 
-    await stage("install in nspawn mode: the container runs in the booted machine", async () => {
-      const r = await timed("install", () => install("nspawn"));
-      assertEquals(r.code, 0, r.stderr);
-      node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
-      assert(node.inodes.trim().split("\n").length >= 3, `the image's blobs: ${node.inodes}`);
-      await write();
-      await whole("after install");
-    });
+    await stage(
+      which === "ci"
+        ? "install in nspawn mode, the power cut right after it returns: the node boots into its " +
+          "machine, no command"
+        : "install in nspawn mode: the container runs in the booted machine",
+      async () => {
+        const r = await timed("install", () => install("nspawn"));
+        assertEquals(r.code, 0, r.stderr);
+        if (which === "ci") {
+          // Right then: whatever install left only in the page cache is lost.
+          await vm.powerCut();
+          await timed("power-on to stratum-boot.service done", async () => {
+            await vm.boot();
+            await waitBootUnit(vm, "after a power cut right after install");
+          });
+          await assertOnDisk(vm, "nspawn", "after a power cut right after install");
+        }
+        node.inodes = await vm.sh(`ls -i ${blobs} | sort`);
+        assert(node.inodes.trim().split("\n").length >= 3, `the image's blobs: ${node.inodes}`);
+        await write();
+        await whole("after install");
+      },
+    );
 
     /**
      * Starts two containers the stack's stand-in did not, through the
@@ -283,6 +301,7 @@ Deno.test({
         });
         const boot = await vm.exec(["systemctl", "is-active", "stratum-boot.service"]);
         assertEquals(boot.stdout.trim(), "active", `${label}: stratum-boot.service`);
+        await assertOnDisk(vm, finishes(step) ? to : from, label);
       }
       assertEquals(
         await journalStep(),
@@ -419,18 +438,29 @@ Deno.test({
         },
       );
     }
-    await stage(
-      "a power cut: the node boots back to its stack and container, no command",
-      async () => {
-        await write();
-        await vm.powerCut();
-        await timed("power-on to stratum-boot.service done", async () => {
-          await vm.boot();
-          await waitBootUnit(vm, "after a power cut");
-        });
-        await whole("after a power cut");
-      },
-    );
+    if (which === "ci") {
+      // The boot must roll back with what reached the disk: the source's
+      // stop was recorded, nothing of the target's is durable yet.
+      await stage(
+        "a power cut after stopping-source is recorded, nspawn → host: the boot rolls back to " +
+          "nspawn mode, its stack and container, no command",
+        () => crashAfter("nspawn", "stopping-source", "power"),
+      );
+    } else {
+      await stage(
+        "a power cut: the node boots back to its stack and container, no command",
+        async () => {
+          await write();
+          await vm.powerCut();
+          await timed("power-on to stratum-boot.service done", async () => {
+            await vm.boot();
+            await waitBootUnit(vm, "after a power cut");
+          });
+          await assertOnDisk(vm, node.mode, "after a power cut");
+          await whole("after a power cut");
+        },
+      );
+    }
 
     for (const [what, ms] of times) {
       const sorted = [...ms].sort((a, b) => a - b);
@@ -465,6 +495,30 @@ async function evidence(vm: Vm): Promise<string> {
     "journalctl -u 'stratum-*' --no-pager 2>&1 | tail -80",
   ]).catch((e) => ({ code: -1, stdout: String(e), stderr: "" }));
   return r.stdout;
+}
+
+/**
+ * What a boot needed from the disk after a power cut, as tests/vm_test.ts
+ * checks it: the installed bundle verifies for `mode`, and the running
+ * slot's files match its manifest.
+ */
+async function assertOnDisk(vm: Vm, mode: Mode, label: string): Promise<void> {
+  const verify = await vm.exec([
+    stratum,
+    "bundle",
+    "verify",
+    "/var/lib/stratum/bundles",
+    "--mode",
+    mode,
+  ]);
+  assertEquals(verify.code, 0, `${label}: the installed bundle verifies: ${verify.stdout}`);
+  const slot = JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot;
+  const sums = await vm.exec([
+    "sh",
+    "-c",
+    `cd /var/lib/stratum/slots/${slot} && sha256sum -c --quiet SHA256SUMS`,
+  ]);
+  assertEquals(sums.code, 0, `${label}: the slot matches its manifest: ${sums.stdout}`);
 }
 
 /**

@@ -9,13 +9,13 @@
 // - every etcd key acknowledged before the cut is there.
 //
 // STRATUM_VM_TESTS=all (`deno task test:vm`) cuts after each of the 7
-// journal writes in both directions; otherwise (CI) a subset: right after
-// `node install` returns, and host → nspawn at stopping-source (the source
-// stopped, nothing of the target durable yet: the boot must roll back and
-// start the source from what reached the disk). The sandbox's reboot
-// harness cuts after every step in every CI run; the page cache's loss is
-// what only this VM shows, and one cut before and one after install show it. STRATUM_VM_TESTS=install makes only the first cut (quick);
-// STRATUM_VM_TESTS=off skips them.
+// journal writes in both directions, and once during each of install's
+// steps; install (`deno task test`'s default) makes only the cut right after
+// `node install` returns; off skips them. CI (ci) does not run this file:
+// tests/node_stack_vm_test.ts makes CI's real power cuts (right after
+// install, and after `stopping-source` is recorded) on the real node stack
+// in one VM (tests/vm_suites.ts). The sandbox's reboot harness cuts after
+// every step in every CI run; the page cache's loss is what only a VM shows.
 
 import { join } from "node:path";
 import { assert, assertEquals } from "./support/assert.ts";
@@ -37,11 +37,7 @@ const finishes = finishesAfter(steps);
 
 /** The cuts to make, in an order that chains on one node: each starts in the mode the last left. */
 function plan(): { from: Mode; step: string }[] {
-  if (which === "install") return [];
-  if (which !== "all") {
-    return [{ from: "host", step: "stopping-source" }];
-  }
-  return crashChain(steps, "host");
+  return which === "all" ? crashChain(steps, "host") : [];
 }
 
 const stratum = "/srv/payload/stratum";

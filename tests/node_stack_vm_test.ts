@@ -61,6 +61,7 @@ import { repoRoot } from "./support/sandbox.ts";
 import { crashChain, finishesAfter, journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
 import {
+  assertOnDisk,
   buildImage,
   type ExecResult,
   type Vm,
@@ -495,30 +496,6 @@ async function evidence(vm: Vm): Promise<string> {
     "journalctl -u 'stratum-*' --no-pager 2>&1 | tail -80",
   ]).catch((e) => ({ code: -1, stdout: String(e), stderr: "" }));
   return r.stdout;
-}
-
-/**
- * What a boot needed from the disk after a power cut, as tests/vm_test.ts
- * checks it: the installed bundle verifies for `mode`, and the running
- * slot's files match its manifest.
- */
-async function assertOnDisk(vm: Vm, mode: Mode, label: string): Promise<void> {
-  const verify = await vm.exec([
-    stratum,
-    "bundle",
-    "verify",
-    "/var/lib/stratum/bundles",
-    "--mode",
-    mode,
-  ]);
-  assertEquals(verify.code, 0, `${label}: the installed bundle verifies: ${verify.stdout}`);
-  const slot = JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot;
-  const sums = await vm.exec([
-    "sh",
-    "-c",
-    `cd /var/lib/stratum/slots/${slot} && sha256sum -c --quiet SHA256SUMS`,
-  ]);
-  assertEquals(sums.code, 0, `${label}: the slot matches its manifest: ${sums.stdout}`);
 }
 
 /**

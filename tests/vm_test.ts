@@ -23,7 +23,7 @@ import { makeEtcdBundle } from "./support/bundle.ts";
 import { getKeys, keyBatches } from "./support/etcd.ts";
 import { crashChain, finishesAfter, journalSteps, readStepTable } from "./support/step_table.ts";
 import { stratumBin } from "./support/stratum_bin.ts";
-import { buildImage, type Vm, vmUnavailable, vmWithArtifact } from "./support/vm.ts";
+import { assertOnDisk, buildImage, type Vm, vmUnavailable, vmWithArtifact } from "./support/vm.ts";
 import { installSteps } from "../lib/node/mod.ts";
 
 const which = Deno.env.get("STRATUM_VM_TESTS") ?? "ci";
@@ -205,21 +205,7 @@ async function assertNode(vm: Vm, keys: string[], mode: Mode, label: string): Pr
   );
   const boot = await vm.exec(["systemctl", "is-active", "stratum-boot.service"]);
   assertEquals(boot.stdout.trim(), "active", `${label}: stratum-boot.service`);
-  const verify = await vm.exec([
-    stratum,
-    "bundle",
-    "verify",
-    "/var/lib/stratum/bundles",
-    "--mode",
-    mode,
-  ]);
-  assertEquals(verify.code, 0, `${label}: the installed bundle verifies: ${verify.stdout}`);
-  const slot = await vm.exec([
-    "sh",
-    "-c",
-    `cd /var/lib/stratum/slots/${node.slot} && sha256sum -c --quiet SHA256SUMS`,
-  ]);
-  assertEquals(slot.code, 0, `${label}: the slot matches its manifest: ${slot.stdout}`);
+  await assertOnDisk(vm, mode, label);
   const got = await getKeys(vm, "k");
   const missing = keys.filter((k) => !got.keys.includes(k));
   assertEquals(missing, [], `${label}: acknowledged keys lost`);

@@ -10,6 +10,7 @@
 // (it shares the machine's kernel and page cache).
 
 import { join } from "node:path";
+import { assertEquals } from "./assert.ts";
 import { repoRoot } from "./sandbox.ts";
 import { lacking } from "../../scripts/packages.ts";
 
@@ -285,4 +286,32 @@ function b64(s: string): string {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * What a boot needed from the disk after a power cut, as the VM suites
+ * check it: the installed bundle verifies for `mode`, and the running
+ * slot's files match its manifest.
+ */
+export async function assertOnDisk(
+  vm: Vm,
+  mode: "host" | "nspawn",
+  label: string,
+): Promise<void> {
+  const verify = await vm.exec([
+    "/srv/payload/stratum",
+    "bundle",
+    "verify",
+    "/var/lib/stratum/bundles",
+    "--mode",
+    mode,
+  ]);
+  assertEquals(verify.code, 0, `${label}: the installed bundle verifies: ${verify.stdout}`);
+  const slot = JSON.parse(await vm.sh("cat /etc/stratum/node.json")).slot;
+  const sums = await vm.exec([
+    "sh",
+    "-c",
+    `cd /var/lib/stratum/slots/${slot} && sha256sum -c --quiet SHA256SUMS`,
+  ]);
+  assertEquals(sums.code, 0, `${label}: the slot matches its manifest: ${sums.stdout}`);
 }

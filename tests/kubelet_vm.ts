@@ -427,6 +427,13 @@ Deno.test({
       assertEquals(r.code, 0, `${r.stdout}${r.stderr}`);
       assertEquals(JSON.parse(r.stdout).outcome, "complete");
       note(`migrate → ${to}: run`, performance.now() - t0);
+      // Its step lines, each with the time since the run started: where
+      // the downtime goes between the source's stop and the target's start.
+      console.error(
+        `migrate → ${to}, its steps:\n${
+          r.stderr.split("\n").filter((l) => /^\[\s*[\d.]+ s\]/.test(l)).join("\n")
+        }`,
+      );
       await waitFor(vm, "Node Ready", nodeReady, 300_000);
       const ready = await waitFor(vm, "every pod Ready", allReady(since), 300_000);
       note(`migrate → ${to}: run start → every pod Ready`, performance.now() - t0);
